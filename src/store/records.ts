@@ -1,0 +1,86 @@
+/**
+ * What the store keeps, in the shape the rest of the server uses (camelCase, parsed JSON).
+ * Timestamps are ISO 8601 UTC strings with milliseconds (`2026-01-02T03:04:05.678Z`): they sort as
+ * text in both dialects, so ordering and cursors need no dialect-specific date handling.
+ */
+
+export type PlanName = 'free' | 'unlimited';
+export const PLAN_NAMES: readonly PlanName[] = ['free', 'unlimited'];
+
+export interface AccountRecord {
+  readonly id: string;
+  readonly name: string;
+  readonly plan: PlanName;
+  readonly alertEmail: string | null;
+  readonly createdAt: string;
+}
+
+/** A provider's real key, stored only as vault ciphertext. */
+export interface ProviderKeyRecord {
+  readonly id: string;
+  readonly accountId: string;
+  readonly name: string;
+  readonly provider: string;
+  /** Last 4 characters of the real key, or '' for short keys. */
+  readonly hint: string;
+  /** Vault envelope; null once the key is deleted (the ciphertext is destroyed). */
+  readonly ciphertext: Buffer | null;
+  readonly createdAt: string;
+  readonly rotatedAt: string | null;
+  readonly deletedAt: string | null;
+  /** Active tokens that use this key. */
+  readonly tokenCount: number;
+}
+
+export type TokenStatus = 'active' | 'revoked' | 'expired';
+export const TOKEN_STATUSES: readonly TokenStatus[] = ['active', 'revoked', 'expired'];
+
+export interface RateLimit {
+  readonly requests: number;
+  readonly window: string;
+}
+
+export interface TokenRecord {
+  readonly id: string;
+  readonly accountId: string;
+  readonly name: string;
+  readonly provider: string;
+  readonly keyId: string;
+  /** SHA-256 hex digest of the sanitized token; the token itself is never stored. */
+  readonly digest: string;
+  readonly hint: string;
+  readonly authorizedOrigins: readonly string[];
+  readonly authorizedIps: readonly string[];
+  readonly rateLimit: RateLimit | null;
+  /** Stored status. `expired` is also derived on read from `expiresAt` (see tokenStatusAt). */
+  readonly status: TokenStatus;
+  readonly createdAt: string;
+  readonly lastUsedAt: string | null;
+  readonly expiresAt: string | null;
+  readonly revokedAt: string | null;
+  readonly requestCount: number;
+}
+
+/** A position in a newest-first list: the last item of the previous page. */
+export interface PageAfter {
+  readonly createdAt: string;
+  readonly id: string;
+}
+
+export interface PageQuery {
+  readonly limit: number;
+  readonly after?: PageAfter | undefined;
+}
+
+export interface Page<T> {
+  readonly items: readonly T[];
+  readonly hasMore: boolean;
+}
+
+/** The status a token has at `now`: a stored `active` token past its expiry reads as `expired`. */
+export function tokenStatusAt(token: TokenRecord, now: string): TokenStatus {
+  if (token.status === 'active' && token.expiresAt !== null && token.expiresAt <= now) {
+    return 'expired';
+  }
+  return token.status;
+}

@@ -1,0 +1,137 @@
+import type {
+  AccountRecord,
+  Page,
+  PageQuery,
+  PlanName,
+  ProviderKeyRecord,
+  RateLimit,
+  TokenRecord,
+  TokenStatus,
+} from './records.js';
+
+/**
+ * The data layer: one interface, implemented once on Kysely for SQLite and PostgreSQL
+ * (`src/store/dialects/*`). Every method scoped to an account takes the account id, so a record of
+ * another account is simply not found. Callers pass timestamps in, which keeps time testable.
+ */
+export interface Store {
+  readonly dialect: 'sqlite' | 'postgres';
+  readonly accounts: AccountRepo;
+  readonly keys: KeyRepo;
+  readonly tokens: TokenRepo;
+  /** Resolves when the database answers a trivial query; rejects with StoreUnavailableError. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface NewAccount {
+  readonly id: string;
+  readonly name: string;
+  readonly plan: PlanName;
+  readonly createdAt: string;
+  /** The account's first API key, as digest plus visible start. */
+  readonly apiKeyDigest: string;
+  readonly apiKeyStart: string;
+}
+
+export interface AccountPatch {
+  readonly name?: string;
+  readonly alertEmail?: string | null;
+}
+
+export interface AccountRepo {
+  create(account: NewAccount): Promise<AccountRecord>;
+  count(): Promise<number>;
+  get(accountId: string): Promise<AccountRecord | undefined>;
+  /** The account owning a live API key with this digest. */
+  findByApiKeyDigest(digest: string): Promise<AccountRecord | undefined>;
+  update(accountId: string, patch: AccountPatch): Promise<AccountRecord | undefined>;
+  /** Active (not revoked, not past expiry at `now`) tokens of the account. */
+  countActiveTokens(accountId: string, now: string): Promise<number>;
+  /** Proxied requests counted for the account in `period` (`YYYY-MM`, UTC). */
+  usage(accountId: string, period: string): Promise<number>;
+}
+
+export interface NewProviderKey {
+  readonly id: string;
+  readonly accountId: string;
+  readonly name: string;
+  readonly provider: string;
+  readonly hint: string;
+  readonly ciphertext: Buffer;
+  readonly createdAt: string;
+}
+
+export interface KeyRotation {
+  readonly ciphertext: Buffer;
+  readonly hint: string;
+  readonly rotatedAt: string;
+}
+
+export interface KeyDeletion {
+  readonly key: ProviderKeyRecord;
+  /** Tokens this deletion revoked (empty on a repeated delete). */
+  readonly revokedTokens: readonly TokenRecord[];
+}
+
+export interface KeyRepo {
+  create(key: NewProviderKey): Promise<ProviderKeyRecord>;
+  get(accountId: string, keyId: string): Promise<ProviderKeyRecord | undefined>;
+  list(accountId: string, page: PageQuery): Promise<Page<ProviderKeyRecord>>;
+  /** Replaces the ciphertext. Throws StoreConflictError('key_deleted') on a deleted key. */
+  rotate(accountId: string, keyId: string, rotation: KeyRotation): Promise<ProviderKeyRecord | undefined>;
+  /**
+   * Destroys the ciphertext and revokes every active token using the key, in one transaction.
+   * Idempotent: deleting a deleted key returns it unchanged with no revoked tokens.
+   */
+  delete(accountId: string, keyId: string, at: string): Promise<KeyDeletion | undefined>;
+}
+
+export interface NewToken {
+  readonly id: string;
+  readonly accountId: string;
+  readonly name: string;
+  readonly provider: string;
+  readonly digest: string;
+  readonly hint: string;
+  readonly authorizedOrigins: readonly string[];
+  readonly authorizedIps: readonly string[];
+  readonly rateLimit: RateLimit | null;
+  readonly expiresAt: string | null;
+  readonly createdAt: string;
+}
+
+export interface TokenCreation {
+  readonly token: NewToken;
+  /** Either an existing key of the same account and provider, or a new key created with the token. */
+  readonly key: { readonly existingKeyId: string } | { readonly newKey: NewProviderKey };
+  /** Plan cap on active tokens; null for no cap. Checked inside the same transaction. */
+  readonly maxActiveTokens: number | null;
+}
+
+export interface TokenRevocation {
+  readonly token: TokenRecord;
+  /** False when the token was already revoked (no event should follow). */
+  readonly changed: boolean;
+}
+
+/** A token together with its key's ciphertext: everything the proxy needs from the store. */
+export interface TokenWithKey {
+  readonly token: TokenRecord;
+  readonly ciphertext: Buffer | null;
+}
+
+export interface TokenRepo {
+  /**
+   * Creates the token (and its key, for `newKey`) atomically. Throws StorePlanLimitError when the
+   * account already has `maxActiveTokens` active tokens, StoreNotFoundError('key') for an unknown
+   * key, StoreConflictError('key_deleted') for a deleted key and StoreConflictError('provider_mismatch')
+   * when the key belongs to another provider.
+   */
+  create(creation: TokenCreation): Promise<TokenRecord>;
+  get(accountId: string, tokenId: string): Promise<TokenRecord | undefined>;
+  list(accountId: string, filter: { status?: TokenStatus | undefined; now: string }, page: PageQuery): Promise<Page<TokenRecord>>;
+  revoke(accountId: string, tokenId: string, at: string): Promise<TokenRevocation | undefined>;
+  /** Lookup for the proxy by digest of the sanitized token; any status. */
+  findByDigest(digest: string): Promise<TokenWithKey | undefined>;
+}
