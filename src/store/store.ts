@@ -76,8 +76,12 @@ export interface KeyDeletion {
 
 export interface KeyRepo {
   create(key: NewProviderKey): Promise<ProviderKeyRecord>;
-  get(accountId: string, keyId: string): Promise<ProviderKeyRecord | undefined>;
-  list(accountId: string, page: PageQuery): Promise<Page<ProviderKeyRecord>>;
+  /**
+   * `tokenCount` counts tokens with stored status active; given `now`, also only those not past
+   * `expires_at` at `now` (what the API shows). rotate and delete count at their own timestamp.
+   */
+  get(accountId: string, keyId: string, now?: string): Promise<ProviderKeyRecord | undefined>;
+  list(accountId: string, page: PageQuery, now?: string): Promise<Page<ProviderKeyRecord>>;
   /** Replaces the ciphertext. Throws StoreConflictError('key_deleted') on a deleted key. */
   rotate(accountId: string, keyId: string, rotation: KeyRotation): Promise<ProviderKeyRecord | undefined>;
   /**
@@ -130,7 +134,11 @@ export interface TokenRepo {
    */
   create(creation: TokenCreation): Promise<TokenRecord>;
   get(accountId: string, tokenId: string): Promise<TokenRecord | undefined>;
-  list(accountId: string, filter: { status?: TokenStatus | undefined; now: string }, page: PageQuery): Promise<Page<TokenRecord>>;
+  list(
+    accountId: string,
+    filter: { status?: TokenStatus | undefined; now: string },
+    page: PageQuery,
+  ): Promise<Page<TokenRecord>>;
   revoke(accountId: string, tokenId: string, at: string): Promise<TokenRevocation | undefined>;
   /** Lookup for the proxy by digest of the sanitized token; any status. */
   findByDigest(digest: string): Promise<TokenWithKey | undefined>;

@@ -1,0 +1,22 @@
+import type { Kysely, SelectQueryBuilder } from 'kysely';
+import type { Database } from './schema.js';
+
+export type DialectName = 'sqlite' | 'postgres';
+
+/** What differs between the dialects once the Kysely instance exists. Everything else is shared. */
+export interface DialectSupport {
+  readonly name: DialectName;
+  /** Where the database lives, safe to print: a file path, or a URL without credentials. */
+  readonly target: string;
+  /** Locks the selected rows until the transaction ends, where the database needs it. */
+  forUpdate<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>): SelectQueryBuilder<DB, TB, O>;
+  /** True when the error means the database could not be reached, as opposed to a failed statement. */
+  isConnectionFailure(error: unknown): boolean;
+  /** Runs after a transaction that destroyed secrets, to push their old bytes out of the files. */
+  purgeDestroyedSecrets(db: Kysely<Database>): Promise<void>;
+}
+
+export interface DialectDatabase {
+  readonly db: Kysely<Database>;
+  readonly dialect: DialectSupport;
+}

@@ -1,0 +1,121 @@
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import type { DialectDatabase, DialectSupport } from '../dialect.js';
+import { guardDialect } from '../guard.js';
+import type { Database } from '../schema.js';
+
+export interface PostgresOptions {
+  /** `postgres://` or `postgresql://` connection URL. */
+  readonly url: string;
+  /** How long to wait for a connection before reporting the database unavailable. */
+  readonly connectionTimeoutMs?: number | undefined;
+  readonly maxConnections?: number | undefined;
+}
+
+export const DEFAULT_CONNECTION_TIMEOUT_MS = 3000;
+
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EADDRNOTAVAIL',
+  'EPIPE',
+]);
+
+/**
+ * SQLSTATEs raised while connecting or by a server going away: admin/crash shutdown, starting up,
+ * too many connections, failed authentication, unknown database. Class 08 is added below.
+ */
+const SERVER_CODES = new Set(['57P01', '57P02', '57P03', '53300', '28000', '28P01', '3D000']);
+
+/** pg reports some connection failures only by message. */
+const MESSAGES = [
+  'Connection terminated',
+  'timeout exceeded when trying to connect',
+  'is not queryable',
+  'Cannot use a pool after calling end',
+  'server closed the connection',
+];
+
+function isConnectionFailure(error: unknown): boolean {
+  // Node reports a refused connection to a name with several addresses as an AggregateError.
+  if (error instanceof AggregateError && error.errors.some(isConnectionFailure)) return true;
+  if (!(error instanceof Error)) return false;
+  const code: unknown = (error as Error & { code?: unknown }).code;
+  if (
+    typeof code === 'string' &&
+    (NETWORK_CODES.has(code) || SERVER_CODES.has(code) || code.startsWith('08'))
+  ) {
+    return true;
+  }
+  return MESSAGES.some((message) => error.message.includes(message));
+}
+
+/** The URL without user, password or query (which may carry `password=`), for messages. */
+export function redactDatabaseUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.protocol}//${parsed.host}${parsed.pathname}`;
+  } catch {
+    return 'postgres://(unparseable URL)';
+  }
+}
+
+function urlSecrets(url: string): string[] {
+  try {
+    const parsed = new URL(url);
+    const secrets = [
+      parsed.password,
+      decodeURIComponent(parsed.password),
+      parsed.searchParams.get('password') ?? '',
+    ];
+    return secrets.filter((secret) => secret.length > 0);
+  } catch {
+    return [];
+  }
+}
+
+function parseInt8(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isSafeInteger(parsed))
+    throw new Error(`bigint value ${value} does not fit a JavaScript number`);
+  return parsed;
+}
+
+export function createDatabase(options: PostgresOptions): DialectDatabase {
+  const target = redactDatabaseUrl(options.url);
+  // Per-pool type overrides, so parsing int8 as number does not leak into other pg users in the process.
+  const types = new pg.TypeOverrides();
+  types.setTypeParser(pg.types.builtins.INT8, 'text', parseInt8);
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    connectionTimeoutMillis: options.connectionTimeoutMs ?? DEFAULT_CONNECTION_TIMEOUT_MS,
+    max: options.maxConnections ?? 10,
+    application_name: 'tokenproxy',
+    types,
+  });
+  // An idle client whose server went away emits 'error' on the pool; unhandled, that would crash the
+  // process. The next query that needs a connection reports the failure as StoreUnavailableError.
+  pool.on('error', () => undefined);
+  const dialect: DialectSupport = {
+    name: 'postgres',
+    target,
+    forUpdate: (query) => query.forUpdate(),
+    isConnectionFailure,
+    // Dead row versions stay in the heap until VACUUM reclaims them; no statement can erase them now.
+    purgeDestroyedSecrets: () => Promise.resolve(),
+  };
+  const db = new Kysely<Database>({
+    dialect: guardDialect(new PostgresDialect({ pool }), {
+      isConnectionFailure,
+      describe: `PostgreSQL at ${target}`,
+      secrets: urlSecrets(options.url),
+    }),
+  });
+  return { db, dialect };
+}

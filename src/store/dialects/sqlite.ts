@@ -1,0 +1,108 @@
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import SqliteDatabase from 'better-sqlite3';
+import {
+  CompiledQuery,
+  Kysely,
+  SqliteAdapter,
+  SqliteDialect,
+  SqliteDriver,
+  sql,
+  type DatabaseConnection,
+  type DialectAdapter,
+  type Driver,
+  type SqliteDialectConfig,
+} from 'kysely';
+import type { DialectDatabase, DialectSupport } from '../dialect.js';
+import { guardDialect } from '../guard.js';
+import type { Database } from '../schema.js';
+
+export const SQLITE_FILE_NAME = 'tokenproxy.db';
+const BUSY_TIMEOUT_MS = 5000;
+
+export interface SqliteOptions {
+  /** Directory holding `tokenproxy.db`; created with mode 0700 when missing. */
+  readonly dataDir: string;
+}
+
+/**
+ * A deferred transaction that reads and then writes fails at once with SQLITE_BUSY when another
+ * connection wrote in between; taking the write lock at BEGIN lets busy_timeout apply instead and
+ * serialises writers, which is what makes the plan-cap check safe without row locks.
+ */
+class ImmediateSqliteDriver extends SqliteDriver {
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  }
+}
+
+/** SQLite DDL is transactional; Kysely's default (false) would leave half-applied migrations behind. */
+class TransactionalDdlAdapter extends SqliteAdapter {
+  override get supportsTransactionalDdl(): boolean {
+    return true;
+  }
+}
+
+class TokenproxySqliteDialect extends SqliteDialect {
+  constructor(private readonly sqliteConfig: SqliteDialectConfig) {
+    super(sqliteConfig);
+  }
+
+  override createDriver(): Driver {
+    return new ImmediateSqliteDriver(this.sqliteConfig);
+  }
+
+  override createAdapter(): DialectAdapter {
+    return new TransactionalDdlAdapter();
+  }
+}
+
+async function openFile(dataDir: string, file: string): Promise<SqliteDatabase.Database> {
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  const db = new SqliteDatabase(file, { timeout: BUSY_TIMEOUT_MS });
+  try {
+    db.pragma('journal_mode = WAL');
+    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    db.pragma('foreign_keys = ON');
+    // Deleted content (a destroyed key's ciphertext) is overwritten with zeros instead of lingering in free space.
+    db.pragma('secure_delete = ON');
+    return db;
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+}
+
+const UNAVAILABLE_CODES = new Set(['SQLITE_CANTOPEN', 'SQLITE_NOTADB']);
+
+/** Only failures to reach the file count; SQLITE_BUSY past the busy timeout is an ordinary error. */
+function isConnectionFailure(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code: unknown = (error as Error & { code?: unknown }).code;
+  if (typeof code === 'string' && (UNAVAILABLE_CODES.has(code) || code.startsWith('SQLITE_IOERR')))
+    return true;
+  return error.message.includes('database connection is not open');
+}
+
+export function sqliteFilePath(dataDir: string): string {
+  return path.join(dataDir, SQLITE_FILE_NAME);
+}
+
+export function createDatabase(options: SqliteOptions): DialectDatabase {
+  const file = sqliteFilePath(options.dataDir);
+  const dialect: DialectSupport = {
+    name: 'sqlite',
+    target: file,
+    forUpdate: (query) => query,
+    isConnectionFailure,
+    async purgeDestroyedSecrets(db: Kysely<Database>): Promise<void> {
+      // The WAL still holds the page images written before the deletion; fold it into the main file.
+      await sql`pragma wal_checkpoint(TRUNCATE)`.execute(db);
+    },
+  };
+  const inner = new TokenproxySqliteDialect({ database: () => openFile(options.dataDir, file) });
+  const db = new Kysely<Database>({
+    dialect: guardDialect(inner, { isConnectionFailure, describe: `SQLite database ${file}`, secrets: [] }),
+  });
+  return { db, dialect };
+}

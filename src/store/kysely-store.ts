@@ -1,0 +1,50 @@
+import { sql, type Kysely } from 'kysely';
+import type { DialectName, DialectSupport } from './dialect.js';
+import { StoreUnavailableError } from './errors.js';
+import { KyselyAccountRepo } from './kysely/accounts.js';
+import { KyselyKeyRepo } from './kysely/keys.js';
+import { KyselyTokenRepo } from './kysely/tokens.js';
+import { migrateToLatest } from './migrate.js';
+import type { Database } from './schema.js';
+import type { Store } from './store.js';
+
+/** The Store on Kysely: the same queries for SQLite and PostgreSQL; `DialectSupport` holds the differences. */
+export class KyselyStore implements Store {
+  readonly dialect: DialectName;
+  readonly accounts: KyselyAccountRepo;
+  readonly keys: KyselyKeyRepo;
+  readonly tokens: KyselyTokenRepo;
+  private closing: Promise<void> | undefined;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly support: DialectSupport,
+  ) {
+    const ctx = { db, dialect: support };
+    this.dialect = support.name;
+    this.accounts = new KyselyAccountRepo(ctx);
+    this.keys = new KyselyKeyRepo(ctx);
+    this.tokens = new KyselyTokenRepo(ctx);
+  }
+
+  async ping(): Promise<void> {
+    try {
+      await sql`select 1`.execute(this.db);
+    } catch (error) {
+      if (error instanceof StoreUnavailableError) throw error;
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new StoreUnavailableError(`${this.support.target} did not answer: ${reason}`, { cause: error });
+    }
+  }
+
+  /** Applies pending migrations; returns the names applied. */
+  migrateToLatest(): Promise<string[]> {
+    return migrateToLatest(this.db, this.support.name);
+  }
+
+  /** Idempotent, so shutdown paths and test cleanup can both call it. */
+  close(): Promise<void> {
+    this.closing ??= this.db.destroy();
+    return this.closing;
+  }
+}

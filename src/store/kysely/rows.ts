@@ -1,0 +1,105 @@
+import {
+  PLAN_NAMES,
+  TOKEN_STATUSES,
+  type AccountRecord,
+  type Page,
+  type PlanName,
+  type ProviderKeyRecord,
+  type RateLimit,
+  type TokenRecord,
+  type TokenStatus,
+} from '../records.js';
+import type { AccountRow, ProviderKeyRow, TokenRow } from '../schema.js';
+
+/** Row ↔ record conversion. Stored values are checked, so a corrupt row fails loudly, not downstream. */
+
+function isPlan(value: string): value is PlanName {
+  return PLAN_NAMES.some((plan) => plan === value);
+}
+
+function isStatus(value: string): value is TokenStatus {
+  return TOKEN_STATUSES.some((status) => status === value);
+}
+
+function corrupt(column: string, value: string): Error {
+  return new Error(`unexpected stored value in ${column}: ${value}`);
+}
+
+export function toAccount(row: AccountRow): AccountRecord {
+  if (!isPlan(row.plan)) throw corrupt('accounts.plan', row.plan);
+  return {
+    id: row.id,
+    name: row.name,
+    plan: row.plan,
+    alertEmail: row.alert_email,
+    createdAt: row.created_at,
+  };
+}
+
+export type ProviderKeyRowWithCount = ProviderKeyRow & { token_count: number | null };
+
+export function toProviderKey(row: ProviderKeyRowWithCount): ProviderKeyRecord {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    name: row.name,
+    provider: row.provider,
+    hint: row.hint,
+    ciphertext: row.ciphertext,
+    createdAt: row.created_at,
+    rotatedAt: row.rotated_at,
+    deletedAt: row.deleted_at,
+    tokenCount: row.token_count ?? 0,
+  };
+}
+
+function parseStringArray(column: string, text: string): string[] {
+  const value: unknown = JSON.parse(text);
+  if (!Array.isArray(value) || !value.every((item): item is string => typeof item === 'string')) {
+    throw corrupt(column, text);
+  }
+  return value;
+}
+
+function parseRateLimit(text: string | null): RateLimit | null {
+  if (text === null) return null;
+  const value: unknown = JSON.parse(text);
+  if (typeof value !== 'object' || value === null) throw corrupt('tokens.rate_limit', text);
+  const { requests, window } = value as Record<string, unknown>;
+  if (typeof requests !== 'number' || typeof window !== 'string') throw corrupt('tokens.rate_limit', text);
+  return { requests, window };
+}
+
+export function toToken(row: TokenRow): TokenRecord {
+  if (!isStatus(row.status)) throw corrupt('tokens.status', row.status);
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    name: row.name,
+    provider: row.provider,
+    keyId: row.key_id,
+    digest: row.digest,
+    hint: row.hint,
+    authorizedOrigins: parseStringArray('tokens.authorized_origins', row.authorized_origins),
+    authorizedIps: parseStringArray('tokens.authorized_ips', row.authorized_ips),
+    rateLimit: parseRateLimit(row.rate_limit),
+    status: row.status,
+    createdAt: row.created_at,
+    lastUsedAt: row.last_used_at,
+    expiresAt: row.expires_at,
+    revokedAt: row.revoked_at,
+    requestCount: row.request_count,
+  };
+}
+
+export function rateLimitText(rateLimit: RateLimit | null): string | null {
+  // Only the two known fields, in a fixed order, whatever object the caller passed.
+  return rateLimit === null
+    ? null
+    : JSON.stringify({ requests: rateLimit.requests, window: rateLimit.window });
+}
+
+/** Lists fetch one row more than asked: its presence is `hasMore`. */
+export function toPage<R, T>(rows: readonly R[], limit: number, map: (row: R) => T): Page<T> {
+  return { items: rows.slice(0, limit).map(map), hasMore: rows.length > limit };
+}

@@ -1,0 +1,155 @@
+import type { Kysely } from 'kysely';
+import { StoreConflictError, StoreNotFoundError, StorePlanLimitError } from '../errors.js';
+import type { Page, PageQuery, TokenRecord, TokenStatus } from '../records.js';
+import type { Database } from '../schema.js';
+import type { TokenCreation, TokenRepo, TokenRevocation, TokenWithKey } from '../store.js';
+import { countActiveTokens } from './accounts.js';
+import type { RepoContext } from './context.js';
+import { insertKey, lockKey } from './keys.js';
+import { rateLimitText, toPage, toToken } from './rows.js';
+
+export class KyselyTokenRepo implements TokenRepo {
+  constructor(private readonly ctx: RepoContext) {}
+
+  async create(creation: TokenCreation): Promise<TokenRecord> {
+    const { token, key, maxActiveTokens } = creation;
+    return this.ctx.db.transaction().execute(async (trx) => {
+      // Concurrent creates for one account queue here on PostgreSQL, so the count below cannot be
+      // stale; SQLite transactions already hold the write lock from BEGIN.
+      const account = await this.ctx.dialect
+        .forUpdate(trx.selectFrom('accounts').select('id').where('id', '=', token.accountId))
+        .executeTakeFirst();
+      if (account === undefined) throw new StoreNotFoundError('account');
+
+      let keyId: string;
+      if ('existingKeyId' in key) {
+        const existing = await lockKey(this.ctx, trx, token.accountId, key.existingKeyId);
+        if (existing === undefined) throw new StoreNotFoundError('key');
+        if (existing.deleted) throw new StoreConflictError('key_deleted');
+        if (existing.provider !== token.provider) throw new StoreConflictError('provider_mismatch');
+        keyId = key.existingKeyId;
+      } else {
+        if (key.newKey.accountId !== token.accountId)
+          throw new Error('a new key must belong to the token account');
+        if (key.newKey.provider !== token.provider) throw new StoreConflictError('provider_mismatch');
+        keyId = key.newKey.id;
+      }
+
+      if (maxActiveTokens !== null) {
+        const active = await countActiveTokens(trx, token.accountId, token.createdAt);
+        if (active >= maxActiveTokens) throw new StorePlanLimitError(maxActiveTokens);
+      }
+
+      if ('newKey' in key) await insertKey(trx, key.newKey);
+      const row = await trx
+        .insertInto('tokens')
+        .values({
+          id: token.id,
+          account_id: token.accountId,
+          name: token.name,
+          provider: token.provider,
+          key_id: keyId,
+          digest: token.digest,
+          hint: token.hint,
+          authorized_origins: JSON.stringify(token.authorizedOrigins),
+          authorized_ips: JSON.stringify(token.authorizedIps),
+          rate_limit: rateLimitText(token.rateLimit),
+          status: 'active',
+          created_at: token.createdAt,
+          last_used_at: null,
+          expires_at: token.expiresAt,
+          revoked_at: null,
+        })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      return toToken(row);
+    });
+  }
+
+  async get(accountId: string, tokenId: string): Promise<TokenRecord | undefined> {
+    return findToken(this.ctx.db, accountId, tokenId);
+  }
+
+  async list(
+    accountId: string,
+    filter: { status?: TokenStatus | undefined; now: string },
+    page: PageQuery,
+  ): Promise<Page<TokenRecord>> {
+    const { now } = filter;
+    const { after } = page;
+    let query = this.ctx.db.selectFrom('tokens').selectAll().where('account_id', '=', accountId);
+    switch (filter.status) {
+      case 'active':
+        query = query
+          .where('status', '=', 'active')
+          .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]));
+        break;
+      case 'expired':
+        query = query.where((eb) =>
+          eb.or([
+            eb('status', '=', 'expired'),
+            eb.and([eb('status', '=', 'active'), eb('expires_at', '<=', now)]),
+          ]),
+        );
+        break;
+      case 'revoked':
+        query = query.where('status', '=', 'revoked');
+        break;
+      case undefined:
+        break;
+    }
+    if (after !== undefined) {
+      query = query.where((eb) =>
+        eb(eb.refTuple('created_at', 'id'), '<', eb.tuple(after.createdAt, after.id)),
+      );
+    }
+    const rows = await query
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(page.limit + 1)
+      .execute();
+    return toPage(rows, page.limit, toToken);
+  }
+
+  async revoke(accountId: string, tokenId: string, at: string): Promise<TokenRevocation | undefined> {
+    // One conditional UPDATE: of two concurrent revocations exactly one sees `changed`.
+    const row = await this.ctx.db
+      .updateTable('tokens')
+      .set({ status: 'revoked', revoked_at: at })
+      .where('account_id', '=', accountId)
+      .where('id', '=', tokenId)
+      .where('status', '<>', 'revoked')
+      .returningAll()
+      .executeTakeFirst();
+    if (row !== undefined) return { token: toToken(row), changed: true };
+    const token = await findToken(this.ctx.db, accountId, tokenId);
+    return token === undefined ? undefined : { token, changed: false };
+  }
+
+  async findByDigest(digest: string): Promise<TokenWithKey | undefined> {
+    const row = await this.ctx.db
+      .selectFrom('tokens')
+      .innerJoin('provider_keys', 'provider_keys.id', 'tokens.key_id')
+      .selectAll('tokens')
+      .select('provider_keys.ciphertext')
+      .where('tokens.digest', '=', digest)
+      .executeTakeFirst();
+    if (row === undefined) return undefined;
+    const { ciphertext, ...token } = row;
+    return { token: toToken(token), ciphertext };
+  }
+}
+
+async function findToken(
+  db: Kysely<Database>,
+  accountId: string,
+  tokenId: string,
+): Promise<TokenRecord | undefined> {
+  const row = await db
+    .selectFrom('tokens')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('id', '=', tokenId)
+    .executeTakeFirst();
+  return row === undefined ? undefined : toToken(row);
+}

@@ -1,0 +1,32 @@
+import type { Kysely, Migration, MigrationProvider } from 'kysely';
+import type { DialectName } from '../dialect.js';
+import * as m0001 from './0001_initial.js';
+
+/** A migration module: plain Kysely DDL, branching on the dialect only for column types. */
+interface MigrationModule {
+  readonly up: (db: Kysely<unknown>, dialect: DialectName) => Promise<void>;
+  readonly down?: (db: Kysely<unknown>, dialect: DialectName) => Promise<void>;
+}
+
+/**
+ * Every migration, by name, in order. Imported statically rather than found by scanning a folder,
+ * so the compiled `dist/` (or a bundle) carries them without any file-system layout assumptions.
+ * Names are permanent: they are recorded in the database.
+ */
+const MIGRATIONS: Readonly<Record<string, MigrationModule>> = {
+  '0001_initial': m0001,
+};
+
+export function migrationProvider(dialect: DialectName): MigrationProvider {
+  const migrations: Record<string, Migration> = {};
+  for (const [name, module] of Object.entries(MIGRATIONS)) {
+    const { up, down } = module;
+    migrations[name] = {
+      up: (db: Kysely<unknown>) => up(db, dialect),
+      ...(down === undefined ? {} : { down: (db: Kysely<unknown>) => down(db, dialect) }),
+    };
+  }
+  return { getMigrations: () => Promise.resolve(migrations) };
+}
+
+export const MIGRATION_NAMES: readonly string[] = Object.keys(MIGRATIONS);

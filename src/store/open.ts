@@ -1,0 +1,54 @@
+import type { DialectDatabase } from './dialect.js';
+import * as postgres from './dialects/postgres.js';
+import * as sqlite from './dialects/sqlite.js';
+import { KyselyStore } from './kysely-store.js';
+import type { Store } from './store.js';
+
+export interface OpenStoreOptions {
+  /** The `database` setting: empty for SQLite in `dataDir`, or a `postgres://` / `postgresql://` URL. */
+  readonly database: string | undefined;
+  readonly dataDir: string;
+  /** PostgreSQL only: how long to wait for a connection before StoreUnavailableError. */
+  readonly connectionTimeoutMs?: number | undefined;
+}
+
+/** A store that can also report the migrations it applies (for `tokenproxy migrate`). */
+export interface MigratableStore extends Store {
+  migrateToLatest(): Promise<string[]>;
+}
+
+function openDatabase(options: OpenStoreOptions): DialectDatabase {
+  const { database } = options;
+  if (database === undefined || database.trim() === '')
+    return sqlite.createDatabase({ dataDir: options.dataDir });
+  if (/^postgres(ql)?:\/\//i.test(database)) {
+    return postgres.createDatabase({ url: database, connectionTimeoutMs: options.connectionTimeoutMs });
+  }
+  // Echo only the scheme: the rest of a mistyped URL may well contain a password.
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(database)?.[1];
+  const got = scheme === undefined ? 'a value that is not a URL' : `a ${scheme}: URL`;
+  throw new Error(
+    `setting database: expected empty (SQLite in the data directory) or a postgres:// or postgresql:// URL, got ${got}`,
+  );
+}
+
+/** Opens the store without touching the schema; nothing connects until the first query. */
+export function openStoreWithoutMigrating(options: OpenStoreOptions): Promise<MigratableStore> {
+  // A bad setting rejects rather than throwing synchronously.
+  return Promise.resolve().then(() => {
+    const { db, dialect } = openDatabase(options);
+    return new KyselyStore(db, dialect);
+  });
+}
+
+/** Opens the store and migrates it to the latest schema, so callers always see the current tables. */
+export async function openStore(options: OpenStoreOptions): Promise<Store> {
+  const store = await openStoreWithoutMigrating(options);
+  try {
+    await store.migrateToLatest();
+  } catch (error) {
+    await store.close().catch(() => undefined);
+    throw error;
+  }
+  return store;
+}

@@ -1,0 +1,78 @@
+import type { Generated, Insertable, Selectable } from 'kysely';
+
+/**
+ * Table types for Kysely, identical in both dialects. Timestamps are ISO 8601 UTC text with
+ * milliseconds so they compare and sort as text; JSON columns are text so SQLite and PostgreSQL
+ * store them the same way.
+ */
+
+export interface AccountsTable {
+  id: string;
+  name: string;
+  plan: string;
+  alert_email: string | null;
+  created_at: string;
+}
+
+export interface ApiKeysTable {
+  digest: string;
+  account_id: string;
+  start: string;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+export interface ProviderKeysTable {
+  id: string;
+  account_id: string;
+  name: string;
+  provider: string;
+  hint: string;
+  ciphertext: Buffer | null;
+  created_at: string;
+  rotated_at: string | null;
+  deleted_at: string | null;
+}
+
+export interface TokensTable {
+  id: string;
+  account_id: string;
+  name: string;
+  provider: string;
+  key_id: string;
+  digest: string;
+  hint: string;
+  /** JSON array of strings. */
+  authorized_origins: string;
+  /** JSON array of strings. */
+  authorized_ips: string;
+  /** JSON `{requests, window}` or null. */
+  rate_limit: string | null;
+  status: string;
+  created_at: string;
+  last_used_at: string | null;
+  expires_at: string | null;
+  revoked_at: string | null;
+  request_count: Generated<number>;
+}
+
+export interface UsageTable {
+  account_id: string;
+  /** `YYYY-MM`, UTC. */
+  period: string;
+  requests: number;
+}
+
+export interface Database {
+  accounts: AccountsTable;
+  api_keys: ApiKeysTable;
+  provider_keys: ProviderKeysTable;
+  tokens: TokensTable;
+  usage: UsageTable;
+}
+
+export type AccountRow = Selectable<AccountsTable>;
+export type ProviderKeyRow = Selectable<ProviderKeysTable>;
+export type TokenRow = Selectable<TokensTable>;
+export type NewTokenRow = Insertable<TokensTable>;
+export type NewProviderKeyRow = Insertable<ProviderKeysTable>;

@@ -1,0 +1,129 @@
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import SqliteDatabase from 'better-sqlite3';
+import pg from 'pg';
+import {
+  apiKeyStart,
+  newApiKey,
+  newId,
+  newSanitizedToken,
+  newTokenId,
+  sanitizedKeyHint,
+  secretDigest,
+} from '../../src/ids/formats.js';
+import type { AccountRecord, PlanName, TokenRecord } from '../../src/store/records.js';
+import type { NewProviderKey, NewToken, Store, TokenCreation } from '../../src/store/store.js';
+import type { OpenedDatabase } from '../support/databases.js';
+
+export const T0 = '2026-01-01T00:00:00.000Z';
+
+/** T0 plus `seconds`, as the store's ISO text. */
+export function at(seconds: number): string {
+  return new Date(Date.parse(T0) + seconds * 1000).toISOString();
+}
+
+export async function newAccount(
+  store: Store,
+  plan: PlanName = 'free',
+): Promise<{ account: AccountRecord; apiKey: string }> {
+  const apiKey = newApiKey();
+  const account = await store.accounts.create({
+    id: newId('account'),
+    name: 'Acme',
+    plan,
+    createdAt: T0,
+    apiKeyDigest: secretDigest(apiKey),
+    apiKeyStart: apiKeyStart(apiKey),
+  });
+  return { account, apiKey };
+}
+
+export function keyInput(accountId: string, overrides: Partial<NewProviderKey> = {}): NewProviderKey {
+  return {
+    id: newId('key'),
+    accountId,
+    name: 'main',
+    provider: 'openai',
+    hint: 'wxyz',
+    // Random bytes long enough that finding them in a database file cannot be a coincidence.
+    ciphertext: randomBytes(64),
+    createdAt: T0,
+    ...overrides,
+  };
+}
+
+export function tokenInput(
+  accountId: string,
+  overrides: Partial<NewToken> = {},
+): NewToken & { secret: string } {
+  const secret = newSanitizedToken();
+  return {
+    id: newTokenId(),
+    accountId,
+    name: 'web',
+    provider: 'openai',
+    digest: secretDigest(secret),
+    hint: sanitizedKeyHint(secret),
+    authorizedOrigins: ['https://app.example'],
+    authorizedIps: [],
+    rateLimit: null,
+    expiresAt: null,
+    createdAt: T0,
+    secret,
+    ...overrides,
+  };
+}
+
+/** Creates a token; with no `keyId`, a new key comes with it. */
+export function createToken(
+  store: Store,
+  accountId: string,
+  options: { keyId?: string; max?: number | null; token?: Partial<NewToken> } = {},
+): Promise<TokenRecord> {
+  const token = tokenInput(accountId, options.token);
+  const creation: TokenCreation = {
+    token,
+    key:
+      options.keyId === undefined
+        ? { newKey: keyInput(accountId, { provider: token.provider, createdAt: token.createdAt }) }
+        : { existingKeyId: options.keyId },
+    maxActiveTokens: options.max === undefined ? null : options.max,
+  };
+  return store.tokens.create(creation);
+}
+
+/**
+ * A statement run on a connection of its own, beside the store: for state the Store interface
+ * cannot reach (revoked API keys, usage rows) and for checking what really sits in the database.
+ * Placeholders are `?` for both dialects.
+ */
+export async function rawQuery(
+  dialect: 'sqlite' | 'postgres',
+  opened: OpenedDatabase,
+  text: string,
+  params: readonly unknown[] = [],
+): Promise<Record<string, unknown>[]> {
+  if (dialect === 'sqlite') {
+    const connection = new SqliteDatabase(path.join(opened.dataDir, 'tokenproxy.db'), { timeout: 5000 });
+    try {
+      const statement = connection.prepare(text);
+      if (statement.reader) return statement.all(...params) as Record<string, unknown>[];
+      statement.run(...params);
+      return [];
+    } finally {
+      connection.close();
+    }
+  }
+  let index = 0;
+  const client = new pg.Client({ connectionString: opened.database });
+  await client.connect();
+  try {
+    const result = await client.query<Record<string, unknown>>(
+      text.replace(/\?/g, () => `$${String(++index)}`),
+      [...params],
+    );
+    return result.rows;
+  } finally {
+    await client.end();
+  }
+}
