@@ -1,0 +1,257 @@
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHash,
+  randomBytes,
+  timingSafeEqual,
+  type KeyObject,
+} from 'node:crypto';
+
+/**
+ * Envelope encryption of provider keys (DESIGN §8): every key gets its own data key (DEK), and only
+ * the wrapped DEK ever touches the key-encryption key (KEK). A KEK provider (local file, PKCS#11)
+ * only has to wrap and unwrap 32 bytes; this module owns the envelope format.
+ *
+ * Envelope layout, version 1 (all offsets in bytes, lengths fixed except the data ciphertext):
+ *
+ *   offset  length  field
+ *   0       1       version = 0x01
+ *   1       8       KEK fingerprint: first 8 bytes of SHA-256(KEK)
+ *   9       12      wrap nonce (random)
+ *   21      32      wrapped DEK: AES-256-GCM(KEK, wrap nonce, DEK, wrap AAD)
+ *   53      16      wrap tag
+ *   69      12      data nonce (random)
+ *   81      n       data ciphertext: AES-256-GCM(DEK, data nonce, plaintext, data AAD), n = plaintext length
+ *   81+n    16      data tag
+ *
+ * AADs (strings UTF-8, lengths u32be so no two bindings encode alike):
+ *   wrap AAD = "tokenproxy/vault/v1/dek-wrap" || version || KEK fingerprint || len(keyId) || keyId
+ *              || len(accountId) || accountId
+ *   data AAD = "tokenproxy/vault/v1/data" || len(keyId) || keyId || len(accountId) || accountId
+ * So every byte of the envelope is authenticated, and the per-purpose labels keep a wrapped DEK from
+ * ever being accepted as data or the reverse. The fingerprint is both authenticated and compared in
+ * the clear: only the comparison can say "wrong KEK" instead of "tampered".
+ */
+
+export interface KeyBinding {
+  readonly keyId: string;
+  readonly accountId: string;
+}
+
+export interface Vault {
+  /** Fingerprint of the KEK in use (non-secret: first 8 bytes of SHA-256(KEK) as hex), for logs and errors. */
+  readonly kekId: string;
+  /** Returns the envelope to store. */
+  encrypt(plaintext: Buffer, binding: KeyBinding): Buffer;
+  /** The CALLER zeroes the returned Buffer (`buf.fill(0)`) when done with it. */
+  decrypt(envelope: Buffer, binding: KeyBinding): Buffer;
+}
+
+export type VaultErrorCode = 'tampered' | 'wrong_kek' | 'unsupported_version' | 'malformed';
+
+/** Messages name what failed and the KEK fingerprints at most: never key material or plaintext. */
+export class VaultError extends Error {
+  readonly code: VaultErrorCode;
+
+  constructor(code: VaultErrorCode, message: string) {
+    super(message);
+    this.name = 'VaultError';
+    this.code = code;
+  }
+}
+
+export function isVaultError(err: unknown): err is VaultError {
+  return err instanceof VaultError;
+}
+
+export const ENVELOPE_VERSION = 1;
+
+const KEY_LEN = 32;
+const NONCE_LEN = 12;
+const TAG_LEN = 16;
+const KEK_FP_LEN = 8;
+const ALGORITHM = 'aes-256-gcm';
+
+const OFF_VERSION = 0;
+const OFF_KEK_FP = OFF_VERSION + 1;
+const OFF_WRAP_NONCE = OFF_KEK_FP + KEK_FP_LEN;
+const OFF_WRAPPED_DEK = OFF_WRAP_NONCE + NONCE_LEN;
+const OFF_WRAP_TAG = OFF_WRAPPED_DEK + KEY_LEN;
+const OFF_DATA_NONCE = OFF_WRAP_TAG + TAG_LEN;
+const OFF_DATA = OFF_DATA_NONCE + NONCE_LEN;
+/** An envelope of an empty plaintext; anything shorter cannot be version 1. */
+export const MIN_ENVELOPE_LENGTH = OFF_DATA + TAG_LEN;
+
+const WRAP_LABEL = 'tokenproxy/vault/v1/dek-wrap';
+const DATA_LABEL = 'tokenproxy/vault/v1/data';
+
+export function kekFingerprint(kek: Buffer): Buffer {
+  return createHash('sha256').update(kek).digest().subarray(0, KEK_FP_LEN);
+}
+
+function bindingAad(label: string, binding: KeyBinding, header?: Buffer): Buffer {
+  const parts: Buffer[] = [Buffer.from(label, 'utf8')];
+  if (header !== undefined) parts.push(header);
+  for (const value of [binding.keyId, binding.accountId]) {
+    const bytes = Buffer.from(value, 'utf8');
+    const len = Buffer.alloc(4);
+    len.writeUInt32BE(bytes.length);
+    parts.push(len, bytes);
+  }
+  return Buffer.concat(parts);
+}
+
+function checkBinding(binding: KeyBinding): void {
+  // An empty id would make every such record share one binding, silently voiding the AAD's purpose.
+  if (typeof binding.keyId !== 'string' || binding.keyId === '') {
+    throw new TypeError('vault binding needs a non-empty keyId');
+  }
+  if (typeof binding.accountId !== 'string' || binding.accountId === '') {
+    throw new TypeError('vault binding needs a non-empty accountId');
+  }
+}
+
+function seal(key: KeyObject | Buffer, nonce: Buffer, plaintext: Buffer, aad: Buffer): [Buffer, Buffer] {
+  const cipher = createCipheriv(ALGORITHM, key, nonce, { authTagLength: TAG_LEN });
+  cipher.setAAD(aad);
+  const ciphertext = Buffer.concat([cipher.update(plaintext), cipher.final()]);
+  return [ciphertext, cipher.getAuthTag()];
+}
+
+/**
+ * Returns the plaintext, or undefined when authentication fails. GCM hands out plaintext before it
+ * checks the tag, so that unauthenticated output is zeroed here rather than left in memory.
+ */
+function open(
+  key: KeyObject | Buffer,
+  nonce: Buffer,
+  ciphertext: Buffer,
+  tag: Buffer,
+  aad: Buffer,
+): Buffer | undefined {
+  const decipher = createDecipheriv(ALGORITHM, key, nonce, { authTagLength: TAG_LEN });
+  decipher.setAAD(aad);
+  decipher.setAuthTag(tag);
+  const plaintext = decipher.update(ciphertext);
+  try {
+    // GCM emits everything from update(); final() only verifies the tag and returns nothing.
+    decipher.final();
+    return plaintext;
+  } catch {
+    plaintext.fill(0);
+    return undefined;
+  }
+}
+
+/**
+ * What a KEK provider supplies: AES-256-GCM wrapping of a 32-byte DEK under a key it holds. A local
+ * provider does this in process; a PKCS#11 provider does it inside the HSM, so the KEK never leaves.
+ */
+export interface KeyEncryptionKey {
+  /** First 8 bytes of SHA-256(KEK) (or another stable non-secret id of the same length). */
+  readonly fingerprint: Buffer;
+  /** Returns nonce (12) || ciphertext (32) || tag (16), with a fresh random nonce. */
+  wrap(dek: Buffer, aad: Buffer): Buffer;
+  /** Returns the DEK, or undefined when authentication fails. The vault zeroes the result. */
+  unwrap(wrapped: Buffer, aad: Buffer): Buffer | undefined;
+}
+
+export const WRAPPED_DEK_LENGTH = NONCE_LEN + KEY_LEN + TAG_LEN;
+export const KEK_FINGERPRINT_LENGTH = KEK_FP_LEN;
+
+/** AES-256-GCM wrap with the node:crypto primitives, for KEK providers that hold the key in process. */
+export function gcmWrap(key: KeyObject | Buffer, dek: Buffer, aad: Buffer): Buffer {
+  const nonce = randomBytes(NONCE_LEN);
+  const [ciphertext, tag] = seal(key, nonce, dek, aad);
+  return Buffer.concat([nonce, ciphertext, tag]);
+}
+
+export function gcmUnwrap(key: KeyObject | Buffer, wrapped: Buffer, aad: Buffer): Buffer | undefined {
+  if (wrapped.length !== WRAPPED_DEK_LENGTH) return undefined;
+  return open(
+    key,
+    wrapped.subarray(0, NONCE_LEN),
+    wrapped.subarray(NONCE_LEN, NONCE_LEN + KEY_LEN),
+    wrapped.subarray(NONCE_LEN + KEY_LEN),
+    aad,
+  );
+}
+
+const TAMPERED = 'envelope failed authentication: it was altered, or it belongs to another key or account';
+
+export function createEnvelopeVault(kek: KeyEncryptionKey): Vault {
+  if (kek.fingerprint.length !== KEK_FP_LEN) {
+    throw new TypeError(`a KEK fingerprint must be ${KEK_FP_LEN} bytes`);
+  }
+  const fingerprint = Buffer.from(kek.fingerprint);
+  const kekId = fingerprint.toString('hex');
+  const header = Buffer.concat([Buffer.from([ENVELOPE_VERSION]), fingerprint]);
+
+  return {
+    kekId,
+
+    encrypt(plaintext: Buffer, binding: KeyBinding): Buffer {
+      checkBinding(binding);
+      const dek = randomBytes(KEY_LEN);
+      try {
+        const wrapped = kek.wrap(dek, bindingAad(WRAP_LABEL, binding, header));
+        if (wrapped.length !== WRAPPED_DEK_LENGTH) {
+          throw new Error(`the KEK provider returned a ${wrapped.length}-byte wrapped DEK`);
+        }
+        const dataNonce = randomBytes(NONCE_LEN);
+        const [ciphertext, dataTag] = seal(dek, dataNonce, plaintext, bindingAad(DATA_LABEL, binding));
+        return Buffer.concat([header, wrapped, dataNonce, ciphertext, dataTag]);
+      } finally {
+        dek.fill(0);
+      }
+    },
+
+    decrypt(envelope: Buffer, binding: KeyBinding): Buffer {
+      checkBinding(binding);
+      if (!Buffer.isBuffer(envelope) || envelope.length === 0) {
+        throw new VaultError('malformed', 'envelope is empty');
+      }
+      const version = envelope[OFF_VERSION];
+      if (version !== ENVELOPE_VERSION) {
+        throw new VaultError(
+          'unsupported_version',
+          `envelope version ${String(version)} is not supported (this build reads version ${ENVELOPE_VERSION})`,
+        );
+      }
+      if (envelope.length < MIN_ENVELOPE_LENGTH) {
+        throw new VaultError(
+          'malformed',
+          `envelope is ${envelope.length} bytes, shorter than the ${MIN_ENVELOPE_LENGTH} of a version ${ENVELOPE_VERSION} envelope`,
+        );
+      }
+
+      const storedFp = envelope.subarray(OFF_KEK_FP, OFF_WRAP_NONCE);
+      const wrapped = envelope.subarray(OFF_WRAP_NONCE, OFF_DATA_NONCE);
+      const dataNonce = envelope.subarray(OFF_DATA_NONCE, OFF_DATA);
+      const ciphertext = envelope.subarray(OFF_DATA, envelope.length - TAG_LEN);
+      const dataTag = envelope.subarray(envelope.length - TAG_LEN);
+
+      // The AAD uses this vault's own header, not the stored one: an envelope whose fingerprint
+      // differs only because bits flipped still unwraps, which tells tampering apart from a wrong KEK.
+      const dek = kek.unwrap(wrapped, bindingAad(WRAP_LABEL, binding, header));
+      const fpMatches = timingSafeEqual(storedFp, fingerprint);
+      if (dek === undefined) {
+        if (!fpMatches) {
+          throw new VaultError(
+            'wrong_kek',
+            `envelope was sealed under KEK ${storedFp.toString('hex')}, this vault holds KEK ${kekId}`,
+          );
+        }
+        throw new VaultError('tampered', TAMPERED);
+      }
+      try {
+        if (!fpMatches || dek.length !== KEY_LEN) throw new VaultError('tampered', TAMPERED);
+        const plaintext = open(dek, dataNonce, ciphertext, dataTag, bindingAad(DATA_LABEL, binding));
+        if (plaintext === undefined) throw new VaultError('tampered', TAMPERED);
+        return plaintext;
+      } finally {
+        dek.fill(0);
+      }
+    },
+  };
+}

@@ -1,0 +1,237 @@
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { createLocalVault } from '../../src/vault/local-kek.js';
+import {
+  ENVELOPE_VERSION,
+  MIN_ENVELOPE_LENGTH,
+  VaultError,
+  type KeyBinding,
+  type VaultErrorCode,
+} from '../../src/vault/vault.js';
+
+const KEK = randomBytes(32);
+const BINDING: KeyBinding = { keyId: 'key_5Hd8kLmN2pQrStUvWxYz1a', accountId: 'acct_9aBcDeFgHiJkLmNoPqRsTu' };
+const SECRET = Buffer.from('sk-proj-THIS-IS-THE-REAL-PROVIDER-KEY-0123456789abcdef', 'utf8');
+
+function expectVaultError(fn: () => unknown, code: VaultErrorCode): VaultError {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(VaultError);
+    const vaultError = err as VaultError;
+    expect(vaultError.code).toBe(code);
+    // Nothing secret may leak through the message.
+    expect(vaultError.message).not.toContain(SECRET.toString('utf8'));
+    expect(vaultError.message).not.toContain(KEK.toString('hex'));
+    expect(vaultError.message).not.toContain(KEK.toString('base64'));
+    return vaultError;
+  }
+  throw new Error(`expected VaultError ${code}, but decrypt succeeded`);
+}
+
+function flipBit(buf: Buffer, offset: number, bit = 0): Buffer {
+  const copy = Buffer.from(buf);
+  copy[offset] = (copy[offset] ?? 0) ^ (1 << bit);
+  return copy;
+}
+
+describe('local vault', () => {
+  const vault = createLocalVault(KEK);
+  const envelope = vault.encrypt(SECRET, BINDING);
+
+  it('round-trips', () => {
+    const plain = vault.decrypt(envelope, BINDING);
+    expect(plain.equals(SECRET)).toBe(true);
+  });
+
+  it('round-trips an empty and a large plaintext', () => {
+    for (const plaintext of [Buffer.alloc(0), randomBytes(100_000)]) {
+      const sealed = vault.encrypt(plaintext, BINDING);
+      expect(sealed.length).toBe(MIN_ENVELOPE_LENGTH + plaintext.length);
+      expect(vault.decrypt(sealed, BINDING).equals(plaintext)).toBe(true);
+    }
+  });
+
+  it('works across vault instances with the same KEK (a restart)', () => {
+    const again = createLocalVault(Buffer.from(KEK));
+    expect(again.kekId).toBe(vault.kekId);
+    expect(again.decrypt(envelope, BINDING).equals(SECRET)).toBe(true);
+  });
+
+  it('has a non-secret 16-hex-digit kekId', () => {
+    expect(vault.kekId).toMatch(/^[0-9a-f]{16}$/);
+    expect(KEK.toString('hex')).not.toContain(vault.kekId);
+  });
+
+  it('starts with the version byte and the KEK fingerprint', () => {
+    expect(envelope[0]).toBe(ENVELOPE_VERSION);
+    expect(envelope.subarray(1, 9).toString('hex')).toBe(vault.kekId);
+    expect(envelope.length).toBe(MIN_ENVELOPE_LENGTH + SECRET.length);
+  });
+
+  it('gives two different envelopes for the same key', () => {
+    const a = vault.encrypt(SECRET, BINDING);
+    const b = vault.encrypt(SECRET, BINDING);
+    expect(a.equals(b)).toBe(false);
+    // Fresh nonces and DEK: everything after the header differs.
+    expect(a.subarray(9, 21).equals(b.subarray(9, 21))).toBe(false);
+    expect(a.subarray(21, 53).equals(b.subarray(21, 53))).toBe(false);
+    expect(a.subarray(69, 81).equals(b.subarray(69, 81))).toBe(false);
+    expect(a.subarray(81, 81 + SECRET.length).equals(b.subarray(81, 81 + SECRET.length))).toBe(false);
+  });
+
+  it('never stores the plaintext bytes', () => {
+    const secretHex = SECRET.toString('hex');
+    expect(envelope.includes(SECRET)).toBe(false);
+    expect(envelope.toString('hex')).not.toContain(secretHex);
+    expect(envelope.toString('base64')).not.toContain(SECRET.toString('base64').slice(0, 16));
+    // Not even an 8-byte window of it.
+    for (let i = 0; i + 8 <= SECRET.length; i++) {
+      expect(envelope.includes(SECRET.subarray(i, i + 8))).toBe(false);
+    }
+  });
+
+  it('returns a fresh Buffer the caller can zero without harming the envelope or later decrypts', () => {
+    const plain = vault.decrypt(envelope, BINDING);
+    expect(Buffer.isBuffer(plain)).toBe(true);
+    plain.fill(0);
+    expect(plain.every((b) => b === 0)).toBe(true);
+    expect(vault.decrypt(envelope, BINDING).equals(SECRET)).toBe(true);
+  });
+
+  it('does not keep a reference to the caller’s KEK buffer', () => {
+    const kek = randomBytes(32);
+    const own = createLocalVault(kek);
+    const sealed = own.encrypt(SECRET, BINDING);
+    const copy = Buffer.from(kek);
+    kek.fill(0);
+    expect(own.decrypt(sealed, BINDING).equals(SECRET)).toBe(true);
+    expect(createLocalVault(copy).decrypt(sealed, BINDING).equals(SECRET)).toBe(true);
+  });
+
+  describe('tampering', () => {
+    const dataEnd = envelope.length - 16;
+    const regions: { name: string; offsets: number[]; code: VaultErrorCode }[] = [
+      { name: 'version byte', offsets: [0], code: 'unsupported_version' },
+      { name: 'KEK fingerprint', offsets: [1, 4, 8], code: 'tampered' },
+      { name: 'wrap nonce', offsets: [9, 15, 20], code: 'tampered' },
+      { name: 'wrapped DEK', offsets: [21, 37, 52], code: 'tampered' },
+      { name: 'wrap tag', offsets: [53, 60, 68], code: 'tampered' },
+      { name: 'data nonce', offsets: [69, 75, 80], code: 'tampered' },
+      { name: 'data ciphertext', offsets: [81, 90, dataEnd - 1], code: 'tampered' },
+      { name: 'data tag', offsets: [dataEnd, dataEnd + 8, envelope.length - 1], code: 'tampered' },
+    ];
+
+    it.each(regions)('a flipped bit in the $name fails with $code', ({ offsets, code }) => {
+      for (const offset of offsets) {
+        for (const bit of [0, 7]) {
+          expectVaultError(() => vault.decrypt(flipBit(envelope, offset, bit), BINDING), code);
+        }
+      }
+    });
+
+    it('every single flipped bit anywhere fails, never returning data', () => {
+      for (let offset = 0; offset < envelope.length; offset++) {
+        for (let bit = 0; bit < 8; bit++) {
+          expect(() => vault.decrypt(flipBit(envelope, offset, bit), BINDING)).toThrow(VaultError);
+        }
+      }
+    });
+
+    it.each([
+      { name: 'empty', mutate: () => Buffer.alloc(0), code: 'malformed' as const },
+      { name: 'only the version byte', mutate: () => envelope.subarray(0, 1), code: 'malformed' as const },
+      { name: 'cut inside the header', mutate: () => envelope.subarray(0, 40), code: 'malformed' as const },
+      {
+        name: 'one byte short of the minimum',
+        mutate: () => envelope.subarray(0, MIN_ENVELOPE_LENGTH - 1),
+        code: 'malformed' as const,
+      },
+      { name: 'missing the last byte', mutate: () => envelope.subarray(0, -1), code: 'tampered' as const },
+      { name: 'missing the tag', mutate: () => envelope.subarray(0, -16), code: 'tampered' as const },
+      {
+        name: 'extended by a zero byte',
+        mutate: () => Buffer.concat([envelope, Buffer.alloc(1)]),
+        code: 'tampered' as const,
+      },
+      {
+        name: 'extended by 64 random bytes',
+        mutate: () => Buffer.concat([envelope, randomBytes(64)]),
+        code: 'tampered' as const,
+      },
+      {
+        name: 'version byte 2',
+        mutate: () => Buffer.concat([Buffer.from([2]), envelope.subarray(1)]),
+        code: 'unsupported_version' as const,
+      },
+      {
+        name: 'version byte 0',
+        mutate: () => Buffer.concat([Buffer.from([0]), envelope.subarray(1)]),
+        code: 'unsupported_version' as const,
+      },
+      {
+        name: 'short with an unknown version',
+        mutate: () => Buffer.from([2, 0, 0]),
+        code: 'unsupported_version' as const,
+      },
+      {
+        name: 'the data part of another envelope',
+        mutate: () => {
+          const other = vault.encrypt(SECRET, BINDING);
+          return Buffer.concat([envelope.subarray(0, 69), other.subarray(69)]);
+        },
+        code: 'tampered' as const,
+      },
+      {
+        name: 'all zeroes after the version byte',
+        mutate: () => Buffer.concat([Buffer.from([1]), Buffer.alloc(envelope.length - 1)]),
+        code: 'wrong_kek' as const,
+      },
+    ])('$name fails with $code', ({ mutate, code }) => {
+      expectVaultError(() => vault.decrypt(mutate(), BINDING), code);
+    });
+  });
+
+  describe('binding', () => {
+    it.each([
+      { name: 'another key id', binding: { ...BINDING, keyId: 'key_OtherKeyAAAAAAAAAAAAAA' } },
+      { name: 'another account id', binding: { ...BINDING, accountId: 'acct_OtherAccountAAAAAAAAA' } },
+      { name: 'both swapped', binding: { keyId: BINDING.accountId, accountId: BINDING.keyId } },
+      {
+        name: 'the same bytes split differently',
+        binding: {
+          keyId: BINDING.keyId + BINDING.accountId.slice(0, 4),
+          accountId: BINDING.accountId.slice(4),
+        },
+      },
+    ])('an envelope moved to $name fails as tampered', ({ binding }) => {
+      const err = expectVaultError(() => vault.decrypt(envelope, binding), 'tampered');
+      expect(err.message).toMatch(/another key or account/);
+    });
+
+    it('refuses empty ids', () => {
+      expect(() => vault.encrypt(SECRET, { keyId: '', accountId: BINDING.accountId })).toThrow(TypeError);
+      expect(() => vault.decrypt(envelope, { keyId: BINDING.keyId, accountId: '' })).toThrow(TypeError);
+    });
+  });
+
+  describe('KEK', () => {
+    it('reports a wrong KEK as such, naming both fingerprints', () => {
+      const other = createLocalVault(randomBytes(32));
+      expect(other.kekId).not.toBe(vault.kekId);
+      const err = expectVaultError(() => other.decrypt(envelope, BINDING), 'wrong_kek');
+      expect(err.message).toContain(vault.kekId);
+      expect(err.message).toContain(other.kekId);
+    });
+
+    it('reports a wrong KEK even when the binding is also wrong', () => {
+      const other = createLocalVault(randomBytes(32));
+      expectVaultError(() => other.decrypt(envelope, { ...BINDING, keyId: 'key_x' }), 'wrong_kek');
+    });
+
+    it('refuses a KEK that is not 32 bytes', () => {
+      expect(() => createLocalVault(randomBytes(16))).toThrow(/32 bytes/);
+      expect(() => createLocalVault(Buffer.alloc(0))).toThrow(/32 bytes/);
+    });
+  });
+});
