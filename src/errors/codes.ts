@@ -6,13 +6,7 @@
  */
 
 export type ErrorType =
-  | 'invalid_request'
-  | 'authentication'
-  | 'not_found'
-  | 'conflict'
-  | 'plan_limit'
-  | 'rate_limit'
-  | 'internal';
+  'invalid_request' | 'authentication' | 'not_found' | 'conflict' | 'plan_limit' | 'rate_limit' | 'internal';
 
 interface CodeSpec {
   readonly status: number;

@@ -18,7 +18,7 @@ export function randomBase58(length: number): string {
     const bytes = randomBytes(Math.ceil((length - out.length) * 1.2) + 4);
     for (const byte of bytes) {
       if (byte >= REJECT_AT) continue;
-      out += BASE58_ALPHABET[byte % 58];
+      out += BASE58_ALPHABET.charAt(byte % 58);
       if (out.length === length) break;
     }
   }

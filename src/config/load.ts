@@ -1,0 +1,272 @@
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { resolve } from 'node:path';
+import { z } from 'zod';
+import { PROVIDER_ID_PATTERN, parseProviderAuth, type Provider } from '../providers/providers.js';
+import { parseTrustProxy } from '../rules/ip-match.js';
+import { convertSetting } from './convert.js';
+import { SETTINGS, envName, flagName, type SettingName } from './settings.js';
+
+/** The validated, frozen configuration. Built once at start and passed down; never imported. */
+export interface Config {
+  readonly host: string;
+  readonly apiPort: number;
+  readonly proxyPort: number;
+  readonly dataDir: string;
+  readonly database: string | undefined;
+  readonly tlsCert: string | undefined;
+  readonly tlsKey: string | undefined;
+  readonly insecureHttp: boolean;
+  /** Explicit public addresses; when unset, derived from the bound address by `publicUrl`. */
+  readonly publicApiUrl: string | undefined;
+  readonly publicProxyUrl: string | undefined;
+  readonly providerCa: string | undefined;
+  /** CIDRs/IPs whose X-Forwarded-For is believed (canonical entries; empty = none). */
+  readonly trustProxy: readonly string[];
+  readonly pop: string;
+  /** Lower-case header name, or undefined. */
+  readonly countryHeader: string | undefined;
+  readonly geoipDb: string | undefined;
+  readonly logRequests: boolean;
+  readonly upstreamConnectTimeoutMs: number;
+  readonly upstreamHeadersTimeoutMs: number;
+  readonly upstreamBodyTimeoutMs: number;
+  readonly kek: 'local';
+  readonly drainTimeoutMs: number;
+  readonly logLevel: string;
+  readonly providers: readonly Provider[];
+  /** Where each setting came from, for the start-up banner. Values of secret settings are not kept. */
+  readonly sources: Readonly<Record<SettingName, Source>>;
+}
+
+export type Source = 'flag' | 'env' | 'file' | 'default' | 'unset';
+
+/** A bad setting. The message names the setting, where it came from and what is accepted. */
+export class ConfigError extends Error {
+  readonly code = 'invalid_config';
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+export interface ConfigInput {
+  /** Flags given on the command line, by setting name (only those the user gave). */
+  readonly flags: Readonly<Record<string, string | boolean | undefined>>;
+  readonly env: Readonly<Record<string, string | undefined>>;
+  /** Path of the JSON config file (`--config` / `TOKENPROXY_CONFIG`). */
+  readonly configFile?: string | undefined;
+}
+
+const fileProviderSchema = z.strictObject({
+  base_url: z.string(),
+  auth: z.string(),
+});
+
+const SETTING_NAMES = new Set<string>(SETTINGS.map((s) => s.name));
+
+export function loadConfig(input: ConfigInput): Config {
+  const file = input.configFile ? readConfigFile(input.configFile) : {};
+  const values: Record<string, string | number | boolean | undefined> = {};
+  const sources: Record<string, Source> = {};
+
+  for (const spec of SETTINGS) {
+    const fromFlag = input.flags[spec.name];
+    const fromEnv = input.env[envName(spec.name)];
+    const fromFile = file[spec.name];
+    let raw: unknown;
+    let source: Source;
+    let where: string;
+    if (fromFlag !== undefined) {
+      [raw, source, where] = [fromFlag, 'flag', `flag ${flagName(spec.name)}`];
+    } else if (fromEnv !== undefined && fromEnv !== '') {
+      [raw, source, where] = [fromEnv, 'env', `environment variable ${envName(spec.name)}`];
+    } else if (fromFile !== undefined) {
+      [raw, source, where] = [fromFile, 'file', `key "${spec.name}" of ${input.configFile ?? ''}`];
+    } else if ('default' in spec) {
+      [raw, source, where] = [spec.default, 'default', 'default'];
+    } else {
+      sources[spec.name] = 'unset';
+      continue;
+    }
+    const converted = convertSetting(spec.kind, raw);
+    if (!converted.ok) {
+      const shown = 'secret' in spec && spec.secret ? '(value hidden)' : JSON.stringify(raw);
+      throw new ConfigError(
+        `Setting "${spec.name}" has an invalid value ${shown} (from ${where}); expected ${converted.accepted}.`,
+      );
+    }
+    values[spec.name] = converted.value;
+    sources[spec.name] = source;
+  }
+
+  const tlsCert = values.tls_cert as string | undefined;
+  const tlsKey = values.tls_key as string | undefined;
+  if ((tlsCert === undefined) !== (tlsKey === undefined)) {
+    throw new ConfigError(
+      'Settings "tls_cert" and "tls_key" go together: give both (your certificate and its key) or neither (a self-signed certificate is generated).',
+    );
+  }
+
+  const host = values.host as string;
+  const insecureHttp = values.insecure_http as boolean;
+  const apiPort = values.api_port as number;
+  const proxyPort = values.proxy_port as number;
+  if (apiPort === proxyPort && apiPort !== 0) {
+    throw new ConfigError(`Settings "api_port" and "proxy_port" must differ; both are ${apiPort}.`);
+  }
+
+  const config: Config = {
+    host,
+    apiPort,
+    proxyPort,
+    dataDir: resolve(values.data_dir as string),
+    database: values.database as string | undefined,
+    tlsCert: tlsCert === undefined ? undefined : resolve(tlsCert),
+    tlsKey: tlsKey === undefined ? undefined : resolve(tlsKey),
+    insecureHttp,
+    publicApiUrl: optionalUrl(values.public_api_url),
+    publicProxyUrl: optionalUrl(values.public_proxy_url),
+    providerCa: optionalPath(values.provider_ca),
+    trustProxy: trustProxyFrom(values.trust_proxy),
+    pop: typeof values.pop === 'string' ? values.pop : defaultPop(),
+    countryHeader: typeof values.country_header === 'string' ? values.country_header.toLowerCase() : undefined,
+    geoipDb: optionalPath(values.geoip_db),
+    logRequests: values.log_requests as boolean,
+    upstreamConnectTimeoutMs: values.upstream_connect_timeout as number,
+    upstreamHeadersTimeoutMs: values.upstream_headers_timeout as number,
+    upstreamBodyTimeoutMs: values.upstream_body_timeout as number,
+    kek: 'local',
+    drainTimeoutMs: values.drain_timeout as number,
+    logLevel: values.log_level as string,
+    providers: parseProviders(file.providers, input.configFile),
+    sources: sources as Record<SettingName, Source>,
+  };
+  return deepFreeze(config);
+}
+
+function readConfigFile(path: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError(
+      `Setting "config": cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'}).`,
+    );
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError(`Setting "config": ${path} is not valid JSON (${(err as Error).message}).`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new ConfigError(`Setting "config": ${path} must hold a JSON object of settings.`);
+  }
+  const obj = parsed as Record<string, unknown>;
+  for (const key of Object.keys(obj)) {
+    if (key !== 'providers' && !SETTING_NAMES.has(key)) {
+      const hint = SETTING_NAMES.has(key.replaceAll('-', '_'))
+        ? ` (did you mean "${key.replaceAll('-', '_')}"?)`
+        : '';
+      throw new ConfigError(`Config file ${path} has an unknown key "${key}"${hint}.`);
+    }
+  }
+  return obj;
+}
+
+function parseProviders(raw: unknown, path: string | undefined): Provider[] {
+  if (raw === undefined) return [];
+  const where = `key "providers" of ${path ?? 'the config file'}`;
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    throw new ConfigError(
+      `${where} must be an object: {"<id>": {"base_url": "https://…", "auth": "bearer"}}.`,
+    );
+  }
+  const out: Provider[] = [];
+  for (const [id, value] of Object.entries(raw)) {
+    if (!PROVIDER_ID_PATTERN.test(id)) {
+      throw new ConfigError(
+        `${where}: provider id "${id}" must be lower-case letters, digits and dashes (max 32).`,
+      );
+    }
+    const parsed = fileProviderSchema.safeParse(value);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      const field = issue?.path.join('.') ?? '';
+      throw new ConfigError(
+        `${where}: provider "${id}"${field ? ` field "${field}"` : ''}: ${issue?.message ?? 'invalid'}; expected {"base_url": "https://…", "auth": "bearer" | "header:<name>"}.`,
+      );
+    }
+    let url: URL;
+    try {
+      url = new URL(parsed.data.base_url);
+    } catch {
+      throw new ConfigError(`${where}: provider "${id}" base_url is not a URL.`);
+    }
+    if (url.protocol !== 'https:') {
+      throw new ConfigError(
+        `${where}: provider "${id}" base_url must start with https:// (upstream is TLS only).`,
+      );
+    }
+    if (url.search || url.hash || url.username || url.password) {
+      throw new ConfigError(
+        `${where}: provider "${id}" base_url must not carry a query, fragment or credentials.`,
+      );
+    }
+    const auth = parseProviderAuth(parsed.data.auth);
+    if (!auth) {
+      throw new ConfigError(
+        `${where}: provider "${id}" auth "${parsed.data.auth}" is not accepted; expected "bearer" or "header:<header-name>".`,
+      );
+    }
+    out.push({ id, baseUrl: stripSlash(url.origin + url.pathname), auth, builtin: false });
+  }
+  return out;
+}
+
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', '::1', 'localhost', '[::1]']);
+const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '[::]']);
+
+function optionalPath(value: string | number | boolean | undefined): string | undefined {
+  return typeof value === 'string' ? resolve(value) : undefined;
+}
+
+function trustProxyFrom(value: string | number | boolean | undefined): string[] {
+  if (typeof value !== 'string') return [];
+  const parsed = parseTrustProxy(value);
+  if (!parsed.ok) throw new ConfigError(`Setting "trust_proxy": ${parsed.message}.`);
+  return parsed.value;
+}
+
+/** DESIGN §10: `pop` defaults to the machine's host name (cut to the accepted form). */
+function defaultPop(): string {
+  return hostname().replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 64) || 'local';
+}
+
+function optionalUrl(value: string | number | boolean | undefined): string | undefined {
+  return typeof value === 'string' ? stripSlash(value) : undefined;
+}
+
+/** DESIGN §10: `https://localhost:<port>` for a loopback bind, else the bind host. */
+export function publicUrl(host: string, port: number, insecure: boolean): string {
+  const scheme = insecure ? 'http' : 'https';
+  let name = host;
+  if (LOOPBACK_HOSTS.has(host)) name = 'localhost';
+  else if (WILDCARD_HOSTS.has(host))
+    name = hostname(); // a wildcard address is not reachable as such
+  else if (host.includes(':') && !host.startsWith('[')) name = `[${host}]`;
+  return `${scheme}://${name}:${port}`;
+}
+
+function stripSlash(url: string): string {
+  return url.endsWith('/') ? url.slice(0, -1) : url;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}

@@ -1,0 +1,157 @@
+/**
+ * Every setting tokenproxy reads, in one table. Each has one name spelled three ways (DESIGN §2):
+ * flag `--api-port`, environment `TOKENPROXY_API_PORT`, config-file key `api_port`. The CLI flags,
+ * the loader and the configuration table in the docs are all derived from this list.
+ */
+
+export type SettingKind =
+  | { readonly type: 'string'; readonly pattern?: RegExp; readonly accepted?: string }
+  | { readonly type: 'path' }
+  | { readonly type: 'port' }
+  | { readonly type: 'boolean' }
+  | { readonly type: 'duration' }
+  | { readonly type: 'enum'; readonly values: readonly string[] }
+  | { readonly type: 'url'; readonly protocols: readonly string[] };
+
+export interface SettingSpec {
+  readonly name: string;
+  readonly kind: SettingKind;
+  /** Default value as it would be written in the config file; undefined = unset. */
+  readonly default?: string | number | boolean;
+  readonly description: string;
+  /** Secret values are never printed (e.g. when reporting which source a setting came from). */
+  readonly secret?: boolean;
+}
+
+export const SETTINGS = [
+  {
+    name: 'host',
+    kind: { type: 'string', pattern: /^[^\s/]+$/, accepted: 'a host name or IP address to bind' },
+    default: '127.0.0.1',
+    description: 'Address both listeners bind to.',
+  },
+  {
+    name: 'api_port',
+    kind: { type: 'port' },
+    default: 8443,
+    description: 'Port of the management listener (REST API, dashboard, health, metrics).',
+  },
+  { name: 'proxy_port', kind: { type: 'port' }, default: 8444, description: 'Port of the proxy listener.' },
+  {
+    name: 'data_dir',
+    kind: { type: 'path' },
+    default: './tokenproxy-data',
+    description: 'Directory for the SQLite store, the local master key and the generated TLS certificate.',
+  },
+  {
+    name: 'database',
+    kind: { type: 'url', protocols: ['postgres:', 'postgresql:'] },
+    description: 'PostgreSQL URL (`postgres://user@host/db`). Unset: SQLite file in the data dir.',
+    secret: true,
+  },
+  {
+    name: 'tls_cert',
+    kind: { type: 'path' },
+    description:
+      'PEM certificate for both listeners (with `tls_key`). Unset: a self-signed one is generated once.',
+  },
+  { name: 'tls_key', kind: { type: 'path' }, description: 'PEM private key matching `tls_cert`.' },
+  {
+    name: 'insecure_http',
+    kind: { type: 'boolean' },
+    default: false,
+    description:
+      'Serve plain HTTP instead of TLS 1.3 (only behind a TLS-terminating load balancer). Logs a warning.',
+  },
+  {
+    name: 'public_api_url',
+    kind: { type: 'url', protocols: ['https:', 'http:'] },
+    description:
+      'Address of the management listener as users reach it (links). Default: derived from host and port.',
+  },
+  {
+    name: 'public_proxy_url',
+    kind: { type: 'url', protocols: ['https:', 'http:'] },
+    description: 'Address of the proxy as callers reach it; `proxy_base_url` of tokens is built from it.',
+  },
+  {
+    name: 'provider_ca',
+    kind: { type: 'path' },
+    description: 'PEM file of extra CAs trusted for upstream connections (private providers, tests). Public CAs stay trusted.',
+  },
+  {
+    name: 'trust_proxy',
+    kind: { type: 'string', accepted: 'comma-separated IPs, CIDR ranges or the names loopback, private, linklocal' },
+    description:
+      'Proxies whose X-Forwarded-For is believed. Client IP = right-most address not in this list. Unset: the socket address.',
+  },
+  {
+    name: 'pop',
+    kind: { type: 'string', pattern: /^[A-Za-z0-9._-]{1,64}$/, accepted: '1 to 64 letters, digits, dots, dashes or underscores' },
+    description: 'Code of this edge location, written into every request-log record. Default: the host name.',
+  },
+  {
+    name: 'country_header',
+    kind: { type: 'string', pattern: /^[A-Za-z0-9-]{1,64}$/, accepted: 'an HTTP header name such as cf-ipcountry' },
+    description: 'Trusted header set by your edge that carries the client country (e.g. `cf-ipcountry`).',
+  },
+  {
+    name: 'geoip_db',
+    kind: { type: 'path' },
+    description: 'MaxMind-format `.mmdb` country database used when `country_header` is unset or absent.',
+  },
+  {
+    name: 'log_requests',
+    kind: { type: 'boolean' },
+    default: false,
+    description: 'Also print every request-log record as a JSON line on stdout.',
+  },
+  {
+    name: 'upstream_connect_timeout',
+    kind: { type: 'duration' },
+    default: '10s',
+    description: 'How long to wait for a TCP+TLS connection to the provider before answering 502.',
+  },
+  {
+    name: 'upstream_headers_timeout',
+    kind: { type: 'duration' },
+    default: '10m',
+    description: 'How long the provider may take to start its answer (long LLM generations) before 504.',
+  },
+  {
+    name: 'upstream_body_timeout',
+    kind: { type: 'duration' },
+    default: '5m',
+    description: 'Longest silence allowed between two chunks of a provider answer before the response is ended.',
+  },
+  {
+    name: 'kek',
+    kind: { type: 'enum', values: ['local'] },
+    default: 'local',
+    description: 'Key-encryption key provider. `local`: `<data_dir>/master.key` or `TOKENPROXY_MASTER_KEY`.',
+  },
+  {
+    name: 'drain_timeout',
+    kind: { type: 'duration' },
+    default: '10s',
+    description: 'On SIGTERM/SIGINT, how long in-flight requests may finish before the process exits.',
+  },
+  {
+    name: 'log_level',
+    kind: { type: 'enum', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
+    default: 'info',
+    description: 'Minimum level of the JSON log lines on stdout.',
+  },
+] as const satisfies readonly SettingSpec[];
+
+export type SettingName = (typeof SETTINGS)[number]['name'];
+
+/** `api_port` → `--api-port`. */
+export function flagName(name: string): string {
+  return `--${name.replaceAll('_', '-')}`;
+}
+
+/** `api_port` → `TOKENPROXY_API_PORT`. */
+export function envName(name: string): string {
+  return `TOKENPROXY_${name.toUpperCase()}`;
+}
