@@ -1,0 +1,159 @@
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Server as HttpsServer } from 'node:https';
+import Fastify, { LogController, type FastifyBaseLogger } from 'fastify';
+import { TokenProxyError } from '../errors/tokenproxy-error.js';
+import { randomBase58 } from '../ids/base58.js';
+import { isApiKey, secretDigest } from '../ids/formats.js';
+import type { ApiDeps, ApiServer } from './context.js';
+import { sendError, toTokenProxyError } from './error-handler.js';
+import { accountRoutes } from './routes/account.js';
+import { healthRoutes } from './routes/health.js';
+import { keyRoutes } from './routes/keys.js';
+import { providerRoutes } from './routes/providers.js';
+import { tokenRoutes } from './routes/tokens.js';
+
+export interface ApiAppOptions {
+  readonly logger: FastifyBaseLogger;
+  /** TLS options for the management listener; omitted for plain HTTP (and for `inject` tests). */
+  readonly https?: { readonly key: string; readonly cert: string } | undefined;
+  readonly version: string;
+}
+
+export const BODY_LIMIT = 1024 * 1024;
+
+/**
+ * The management listener: REST API under /v1, health, OpenAPI. Fastify with JSON-Schema routes;
+ * the proxy hot path does not go through here.
+ */
+export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promise<ApiServer> {
+  const serverOptions = {
+    loggerInstance: options.logger,
+    // Request ids are ours, never taken from the client, so they can be trusted in logs.
+    genReqId: () => `req_${randomBase58(22)}`,
+    requestIdHeader: false as const,
+    // Fastify's own request lines are off: ours (onResponse below) print no URL query or headers.
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
+    bodyLimit: BODY_LIMIT,
+    return503OnClosing: true,
+    ajv: {
+      customOptions: {
+        // Unknown fields are errors (not silently dropped) and types are not coerced: "5" is not 5.
+        removeAdditional: false,
+        coerceTypes: false,
+        useDefaults: false,
+        // All errors, so the handler can report the most useful one (an unknown field before the
+        // missing field it was probably meant to be). Bodies are capped at 1 MB.
+        allErrors: true,
+      },
+    },
+  };
+  const base = options.https
+    ? Fastify<HttpsServer>({ ...serverOptions, https: { ...options.https, minVersion: 'TLSv1.3' } })
+    : Fastify(serverOptions);
+  // The type parameters differ between the HTTP and HTTPS instances; routes see neither.
+  const app = base.withTypeProvider<TypeBoxTypeProvider>() as unknown as ApiServer;
+  // Bodies are JSON only. Fastify also parses text/plain by default, which turned a JSON object sent
+  // as text/plain into a string and a misleading "must be a JSON object" 400 instead of a 415.
+  app.removeContentTypeParser('text/plain');
+
+  app.addHook('onSend', async (request, reply) => {
+    void reply.header('x-request-id', request.id);
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    // Method, route and status only: never headers, bodies or query strings.
+    request.log.info(
+      {
+        method: request.method,
+        route: request.routeOptions.url ?? 'unmatched',
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime),
+      },
+      'request',
+    );
+  });
+
+  app.setErrorHandler((err, request, reply) => {
+    const error = toTokenProxyError(err);
+    if (error.status >= 500) {
+      request.log.error({ err: scrubbedError(err), code: error.code }, 'request failed');
+    }
+    return sendError(request, reply, error);
+  });
+  app.setNotFoundHandler((request, reply) =>
+    sendError(
+      request,
+      reply,
+      new TokenProxyError(
+        'route_not_found',
+        `No route ${request.method} ${request.url.split('?')[0] ?? ''}.`,
+      ),
+    ),
+  );
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'tokenproxy management API',
+        version: options.version,
+        description: 'Create and revoke origin-bound sanitized tokens for provider API keys.',
+      },
+      servers: [{ url: '/v1' }],
+      components: {
+        securitySchemes: {
+          apiKey: { type: 'http', scheme: 'bearer', description: 'Account API key svc_sk_…' },
+        },
+      },
+      security: [{ apiKey: [] }],
+    },
+  });
+
+  healthRoutes(app, deps);
+
+  await app.register(
+    (v1, _opts, done) => {
+      const api = v1 as unknown as ApiServer;
+      api.decorateRequest('account', null as unknown as never);
+      api.addHook('onRequest', async (request) => {
+        if (request.routeOptions.url === '/v1/openapi.json') return;
+        request.account = await authenticate(deps, request.headers.authorization);
+      });
+      api.get('/openapi.json', { schema: { hide: true } }, () => Promise.resolve(app.swagger()));
+      tokenRoutes(api, deps);
+      keyRoutes(api, deps);
+      accountRoutes(api, deps);
+      providerRoutes(api, deps);
+      done();
+    },
+    { prefix: '/v1' },
+  );
+
+  return app;
+}
+
+async function authenticate(deps: ApiDeps, header: string | undefined) {
+  if (header === undefined || header === '') {
+    throw new TokenProxyError(
+      'missing_api_key',
+      'Missing API key. Send it as "Authorization: Bearer svc_sk_…".',
+    );
+  }
+  const match = /^Bearer +(\S+)\s*$/i.exec(header);
+  const key = match?.[1];
+  if (key === undefined || !isApiKey(key)) {
+    throw new TokenProxyError(
+      'invalid_api_key',
+      'The API key is malformed. Expected "Authorization: Bearer svc_sk_…".',
+    );
+  }
+  const account = await deps.store.accounts.findByApiKeyDigest(secretDigest(key));
+  if (!account) throw new TokenProxyError('invalid_api_key', 'The API key is not valid.');
+  return account;
+}
+
+/** What of an unexpected error may reach the log: type, message and stack, no attached request data. */
+function scrubbedError(err: unknown): { type: string; message: string; stack?: string | undefined } {
+  if (err instanceof Error) return { type: err.name, message: err.message, stack: err.stack };
+  return { type: typeof err, message: 'non-error thrown' };
+}

@@ -1,0 +1,37 @@
+import type {
+  FastifyInstance,
+  FastifyBaseLogger,
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+} from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { ProviderRegistry } from '../providers/providers.js';
+import type { AccountRecord } from '../store/records.js';
+import type { Store } from '../store/store.js';
+import type { Vault } from '../vault/vault.js';
+
+/** What the management API needs from the rest of the server, passed in once at start. */
+export interface ApiDeps {
+  readonly store: Store;
+  readonly vault: Vault;
+  readonly providers: ProviderRegistry;
+  /** Base of `proxy_base_url` (DESIGN §10), without a trailing slash. */
+  readonly publicProxyUrl: string;
+  readonly now: () => Date;
+}
+
+export type ApiServer = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the API-key check on every /v1 route. */
+    account: AccountRecord;
+  }
+}

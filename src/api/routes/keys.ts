@@ -1,0 +1,116 @@
+import { TokenProxyError } from '../../errors/tokenproxy-error.js';
+import { isId, newId, realKeyHint } from '../../ids/formats.js';
+import type { ApiDeps, ApiServer } from '../context.js';
+import { listBody, pageQuery } from '../pagination.js';
+import { CreateKeyBody, IdParams, KeyObject, ListQuery, RotateKeyBody, listOf } from '../schemas.js';
+import { keyView } from '../views.js';
+import { requireProvider, sealRealKey } from './shared.js';
+import { Type } from 'typebox';
+
+const TAG = ['keys'];
+
+export function keyRoutes(app: ApiServer, deps: ApiDeps): void {
+  app.post(
+    '/keys',
+    {
+      schema: {
+        tags: TAG,
+        summary: 'Store a provider key',
+        body: CreateKeyBody,
+        response: { 201: KeyObject },
+      },
+    },
+    async (request, reply) => {
+      const { name, provider: providerId, real_key: realKey } = request.body;
+      const provider = requireProvider(deps, providerId);
+      const keyId = newId('key');
+      const key = await deps.store.keys.create({
+        id: keyId,
+        accountId: request.account.id,
+        name,
+        provider: provider.id,
+        hint: realKeyHint(realKey),
+        ciphertext: sealRealKey(deps, realKey, keyId, request.account.id),
+        createdAt: deps.now().toISOString(),
+      });
+      return reply.code(201).send(keyView(key));
+    },
+  );
+
+  app.get(
+    '/keys',
+    {
+      schema: {
+        tags: TAG,
+        summary: 'List provider keys, newest first',
+        querystring: Type.Object(ListQuery, { additionalProperties: false }),
+        response: { 200: listOf(KeyObject) },
+      },
+    },
+    async (request) =>
+      listBody(
+        await deps.store.keys.list(request.account.id, pageQuery(request.query), deps.now().toISOString()),
+        keyView,
+      ),
+  );
+
+  app.get(
+    '/keys/:id',
+    { schema: { tags: TAG, summary: 'Get a provider key', params: IdParams, response: { 200: KeyObject } } },
+    async (request) => {
+      const key = isId('key', request.params.id)
+        ? await deps.store.keys.get(request.account.id, request.params.id, deps.now().toISOString())
+        : undefined;
+      if (!key) throw keyNotFound();
+      return keyView(key);
+    },
+  );
+
+  app.post(
+    '/keys/:id/rotate',
+    {
+      schema: {
+        tags: TAG,
+        summary: 'Replace the real key; tokens using it keep working',
+        params: IdParams,
+        body: RotateKeyBody,
+        response: { 200: KeyObject },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      if (!isId('key', id)) throw keyNotFound();
+      const key = await deps.store.keys.rotate(request.account.id, id, {
+        ciphertext: sealRealKey(deps, request.body.real_key, id, request.account.id),
+        hint: realKeyHint(request.body.real_key),
+        rotatedAt: deps.now().toISOString(),
+      });
+      if (!key) throw keyNotFound();
+      return keyView(key);
+    },
+  );
+
+  app.delete(
+    '/keys/:id',
+    {
+      schema: {
+        tags: TAG,
+        summary: 'Delete a provider key: destroys its ciphertext and revokes its tokens (idempotent)',
+        params: IdParams,
+        response: { 200: KeyObject },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      const result = isId('key', id)
+        ? await deps.store.keys.delete(request.account.id, id, deps.now().toISOString())
+        : undefined;
+      if (!result) throw keyNotFound();
+      return keyView(result.key);
+    },
+  );
+}
+
+function keyNotFound(): TokenProxyError {
+  return new TokenProxyError('key_not_found', 'No key with this id in your account.', { param: 'id' });
+}

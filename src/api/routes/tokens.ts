@@ -1,0 +1,218 @@
+import { Type, type Static } from 'typebox';
+import { PLANS } from '../../accounts/plans.js';
+import { TokenProxyError } from '../../errors/tokenproxy-error.js';
+import {
+  isId,
+  isTokenId,
+  newId,
+  newSanitizedToken,
+  newTokenId,
+  realKeyHint,
+  sanitizedKeyHint,
+  secretDigest,
+} from '../../ids/formats.js';
+import { parseAllowedHosts } from '../../rules/allowed-hosts.js';
+import { parseWindow } from '../../rules/duration.js';
+import { parseAllowedIps } from '../../rules/ip-match.js';
+import { TOKEN_STATUSES, type RateLimit, type TokenRecord } from '../../store/records.js';
+import type { TokenCreation } from '../../store/store.js';
+import type { ApiDeps, ApiServer } from '../context.js';
+import { listBody, pageQuery } from '../pagination.js';
+import { CreateTokenBody, CreatedTokenObject, IdParams, ListQuery, TokenObject, listOf } from '../schemas.js';
+import { tokenView } from '../views.js';
+import { requireProvider, sealRealKey } from './shared.js';
+
+const TAG = ['tokens'];
+
+export function tokenRoutes(app: ApiServer, deps: ApiDeps): void {
+  const tokenViewAt = (t: TokenRecord, now: Date) => tokenView(t, now, deps.publicProxyUrl);
+
+  app.post(
+    '/tokens',
+    {
+      schema: {
+        tags: TAG,
+        summary: 'Create a sanitized token',
+        body: CreateTokenBody,
+        response: { 201: CreatedTokenObject },
+      },
+    },
+    async (request, reply) => {
+      const body = request.body;
+      const account = request.account;
+      const now = deps.now();
+      const provider = requireProvider(deps, body.provider);
+      const creation = validateCreation(body);
+
+      const sanitized = newSanitizedToken();
+      const tokenId = newTokenId();
+      let key: TokenCreation['key'];
+      if (body.real_key !== undefined) {
+        const keyId = newId('key');
+        key = {
+          newKey: {
+            id: keyId,
+            accountId: account.id,
+            name: body.name,
+            provider: provider.id,
+            hint: realKeyHint(body.real_key),
+            ciphertext: sealRealKey(deps, body.real_key, keyId, account.id),
+            createdAt: now.toISOString(),
+          },
+        };
+      } else {
+        key = { existingKeyId: creation.keyId as string };
+      }
+      const token = await deps.store.tokens.create({
+        token: {
+          id: tokenId,
+          accountId: account.id,
+          name: body.name,
+          provider: provider.id,
+          digest: secretDigest(sanitized),
+          hint: sanitizedKeyHint(sanitized),
+          authorizedOrigins: creation.origins,
+          authorizedIps: creation.ips,
+          rateLimit: creation.rateLimit,
+          expiresAt: creation.expiresAt,
+          createdAt: now.toISOString(),
+        },
+        key,
+        maxActiveTokens: PLANS[account.plan].activeTokens,
+      });
+      return reply.code(201).send({ ...tokenViewAt(token, now), sanitized_key: sanitized });
+
+      function validateCreation(b: Static<typeof CreateTokenBody>) {
+        if (b.real_key !== undefined && b.key_id !== undefined) {
+          throw new TokenProxyError('invalid_parameter', 'Give either "real_key" or "key_id", not both.', {
+            param: 'key_id',
+          });
+        }
+        if (b.real_key === undefined && b.key_id === undefined) {
+          throw new TokenProxyError(
+            'missing_parameter',
+            'Missing "real_key": give the provider key to protect, or "key_id" of a key stored with POST /v1/keys.',
+            { param: 'real_key' },
+          );
+        }
+        if (b.key_id !== undefined && !isId('key', b.key_id)) {
+          throw new TokenProxyError(
+            'invalid_parameter',
+            'Invalid field "key_id": expected an id like key_….',
+            {
+              param: 'key_id',
+            },
+          );
+        }
+        const hosts = parseAllowedHosts(b.allowed_hosts);
+        if (!hosts.ok) {
+          throw new TokenProxyError('invalid_parameter', hosts.message, {
+            param: hosts.index === null ? 'allowed_hosts' : `allowed_hosts[${hosts.index}]`,
+          });
+        }
+        let ips: string[] = [];
+        if (b.allowed_ips !== undefined) {
+          const parsed = parseAllowedIps(b.allowed_ips);
+          if (!parsed.ok) {
+            throw new TokenProxyError('invalid_parameter', parsed.message, {
+              param: parsed.index === null ? 'allowed_ips' : `allowed_ips[${parsed.index}]`,
+            });
+          }
+          ips = parsed.value;
+        }
+        let rateLimit: RateLimit | null = null;
+        if (b.rate_limit !== undefined) {
+          const w = parseWindow(b.rate_limit.window);
+          if (!w.ok) {
+            throw new TokenProxyError(
+              'invalid_parameter',
+              `Invalid field "rate_limit.window": ${w.message}`,
+              {
+                param: 'rate_limit.window',
+              },
+            );
+          }
+          rateLimit = { requests: b.rate_limit.requests, window: w.canonical };
+        }
+        let expiresAt: string | null = null;
+        if (b.expires_at !== undefined && b.expires_at !== null) {
+          const t = Date.parse(b.expires_at);
+          if (!(t > now.getTime())) {
+            throw new TokenProxyError(
+              'invalid_parameter',
+              'Invalid field "expires_at": it must be in the future.',
+              {
+                param: 'expires_at',
+              },
+            );
+          }
+          expiresAt = new Date(t).toISOString();
+        }
+        return { origins: hosts.value, ips, rateLimit, expiresAt, keyId: b.key_id };
+      }
+    },
+  );
+
+  app.get(
+    '/tokens',
+    {
+      schema: {
+        tags: TAG,
+        summary: 'List tokens, newest first',
+        querystring: Type.Object(
+          {
+            ...ListQuery,
+            status: Type.Optional(Type.Union(TOKEN_STATUSES.map((s) => Type.Literal(s)))),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 200: listOf(TokenObject) },
+      },
+    },
+    async (request) => {
+      const now = deps.now();
+      const page = await deps.store.tokens.list(
+        request.account.id,
+        { status: request.query.status, now: now.toISOString() },
+        pageQuery(request.query),
+      );
+      return listBody(page, (t) => tokenViewAt(t, now));
+    },
+  );
+
+  app.get(
+    '/tokens/:id',
+    { schema: { tags: TAG, summary: 'Get a token', params: IdParams, response: { 200: TokenObject } } },
+    async (request) => {
+      const token = isTokenId(request.params.id)
+        ? await deps.store.tokens.get(request.account.id, request.params.id)
+        : undefined;
+      if (!token) throw tokenNotFound();
+      return tokenViewAt(token, deps.now());
+    },
+  );
+
+  app.delete(
+    '/tokens/:id',
+    {
+      schema: {
+        tags: TAG,
+        summary: 'Revoke a token (idempotent)',
+        params: IdParams,
+        response: { 200: TokenObject },
+      },
+    },
+    async (request) => {
+      const now = deps.now();
+      const result = isTokenId(request.params.id)
+        ? await deps.store.tokens.revoke(request.account.id, request.params.id, now.toISOString())
+        : undefined;
+      if (!result) throw tokenNotFound();
+      return tokenViewAt(result.token, now);
+    },
+  );
+}
+
+function tokenNotFound(): TokenProxyError {
+  return new TokenProxyError('token_not_found', 'No token with this id in your account.', { param: 'id' });
+}

@@ -1,0 +1,146 @@
+import { Type, type TSchema } from 'typebox';
+
+/**
+ * JSON Schemas of the management API. The same objects validate requests, shape responses and
+ * generate `/v1/openapi.json`, so the document cannot drift from what the server does.
+ */
+
+const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC with milliseconds' });
+const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
+
+export const ErrorBody = Type.Object({
+  error: Type.Object({
+    type: Type.String(),
+    code: Type.String(),
+    message: Type.String(),
+    param: Type.Optional(Type.String()),
+    request_id: Type.String(),
+  }),
+});
+
+export const RateLimitSchema = Type.Object(
+  {
+    requests: Type.Integer({ minimum: 1, maximum: 1_000_000_000 }),
+    window: Type.String({
+      minLength: 1,
+      maxLength: 32,
+      description: 'a count and a unit: 30s, 1m, 15 minutes, 1h, 1d',
+    }),
+  },
+  { additionalProperties: false },
+);
+
+export const TokenObject = Type.Object({
+  token_id: Type.String(),
+  name: Type.String(),
+  target_provider: Type.String(),
+  real_key_ref: Type.String(),
+  authorized_origins: Type.Array(Type.String()),
+  authorized_ips: Type.Array(Type.String()),
+  rate_limit: Type.Union([RateLimitSchema, Type.Null()]),
+  status: Type.Union([Type.Literal('active'), Type.Literal('revoked'), Type.Literal('expired')]),
+  created_at: Timestamp,
+  last_used_at: NullableTimestamp,
+  expires_at: NullableTimestamp,
+  revoked_at: NullableTimestamp,
+  request_count: Type.Integer(),
+  sanitized_key_hint: Type.String(),
+  proxy_base_url: Type.String(),
+});
+
+export const CreatedTokenObject = Type.Object({
+  ...TokenObject.properties,
+  sanitized_key: Type.String({ description: 'The sanitized token. Returned only here, once.' }),
+});
+
+export const KeyObject = Type.Object({
+  key_id: Type.String(),
+  name: Type.String(),
+  provider: Type.String(),
+  hint: Type.String({ description: 'last 4 characters of the real key ("" for keys under 12 characters)' }),
+  created_at: Timestamp,
+  rotated_at: NullableTimestamp,
+  deleted_at: NullableTimestamp,
+  token_count: Type.Integer({ description: 'active tokens using this key' }),
+});
+
+const NullableCount = Type.Union([Type.Integer(), Type.Null()]);
+
+export const AccountObject = Type.Object({
+  account_id: Type.String(),
+  name: Type.String(),
+  plan: Type.String(),
+  limits: Type.Object({ active_tokens: NullableCount, requests_per_month: NullableCount }),
+  usage: Type.Object({ period_start: Timestamp, requests: Type.Integer(), active_tokens: Type.Integer() }),
+  alert_email: Type.Union([Type.String(), Type.Null()]),
+  created_at: Timestamp,
+});
+
+export const ProviderObject = Type.Object({
+  id: Type.String(),
+  base_url: Type.String(),
+  auth: Type.String({ description: '"bearer" or "header:<name>"' }),
+  builtin: Type.Boolean(),
+  proxy_base_url: Type.String(),
+});
+
+export function listOf<T extends TSchema>(item: T) {
+  return Type.Object({
+    object: Type.Literal('list'),
+    data: Type.Array(item),
+    has_more: Type.Boolean(),
+    next_cursor: Type.Union([Type.String(), Type.Null()]),
+  });
+}
+
+export const ListQuery = {
+  limit: Type.Optional(Type.String({ description: 'page size, 1 to 100 (default 20)' })),
+  cursor: Type.Optional(Type.String({ description: 'next_cursor of the previous page' })),
+};
+
+export const IdParams = Type.Object({ id: Type.String() });
+
+// Bodies: closed objects, so an unknown field is an error that names it.
+
+/** Printable ASCII without spaces: a real key goes into an HTTP header, so CR/LF must never pass. */
+const RealKey = Type.String({
+  minLength: 1,
+  maxLength: 4096,
+  pattern: '^[\\x21-\\x7E]+$',
+  description: "the provider's real API key (1 to 4096 printable ASCII characters, no spaces)",
+});
+
+const Name = Type.String({ minLength: 1, maxLength: 200 });
+
+export const CreateTokenBody = Type.Object(
+  {
+    name: Name,
+    provider: Type.String({ minLength: 1, maxLength: 64 }),
+    allowed_hosts: Type.Array(Type.String(), {
+      description: 'host names, *.wildcards or full origins allowed to use the token',
+    }),
+    real_key: Type.Optional(RealKey),
+    key_id: Type.Optional(
+      Type.String({ description: 'an existing key of the same provider, instead of real_key' }),
+    ),
+    allowed_ips: Type.Optional(Type.Array(Type.String())),
+    rate_limit: Type.Optional(RateLimitSchema),
+    expires_at: Type.Optional(Type.Union([Timestamp, Type.Null()])),
+  },
+  { additionalProperties: false },
+);
+
+export const CreateKeyBody = Type.Object(
+  { name: Name, provider: Type.String({ minLength: 1, maxLength: 64 }), real_key: RealKey },
+  { additionalProperties: false },
+);
+
+export const RotateKeyBody = Type.Object({ real_key: RealKey }, { additionalProperties: false });
+
+export const PatchAccountBody = Type.Object(
+  {
+    name: Type.Optional(Name),
+    alert_email: Type.Optional(Type.Union([Type.String({ format: 'email', maxLength: 254 }), Type.Null()])),
+  },
+  { additionalProperties: false },
+);

@@ -1,0 +1,80 @@
+import type { Static } from 'typebox';
+import { PLANS, usagePeriod } from '../accounts/plans.js';
+import type { Provider } from '../providers/providers.js';
+import { formatProviderAuth } from '../providers/providers.js';
+import {
+  tokenStatusAt,
+  type AccountRecord,
+  type ProviderKeyRecord,
+  type TokenRecord,
+} from '../store/records.js';
+import type { AccountObject, KeyObject, ProviderObject, TokenObject } from './schemas.js';
+
+/** Store records → the snake_case JSON objects of DESIGN §5. Nothing secret is ever copied out. */
+
+export function tokenView(token: TokenRecord, now: Date, proxyUrl: string): Static<typeof TokenObject> {
+  return {
+    token_id: token.id,
+    name: token.name,
+    target_provider: token.provider,
+    real_key_ref: token.keyId,
+    authorized_origins: [...token.authorizedOrigins],
+    authorized_ips: [...token.authorizedIps],
+    rate_limit:
+      token.rateLimit === null
+        ? null
+        : { requests: token.rateLimit.requests, window: token.rateLimit.window },
+    status: tokenStatusAt(token, now.toISOString()),
+    created_at: token.createdAt,
+    last_used_at: token.lastUsedAt,
+    expires_at: token.expiresAt,
+    revoked_at: token.revokedAt,
+    request_count: token.requestCount,
+    sanitized_key_hint: token.hint,
+    proxy_base_url: `${proxyUrl}/${token.provider}`,
+  };
+}
+
+export function keyView(key: ProviderKeyRecord): Static<typeof KeyObject> {
+  return {
+    key_id: key.id,
+    name: key.name,
+    provider: key.provider,
+    hint: key.hint,
+    created_at: key.createdAt,
+    rotated_at: key.rotatedAt,
+    deleted_at: key.deletedAt,
+    token_count: key.tokenCount,
+  };
+}
+
+export function accountView(
+  account: AccountRecord,
+  usage: { requests: number; activeTokens: number },
+  now: Date,
+): Static<typeof AccountObject> {
+  const limits = PLANS[account.plan];
+  return {
+    account_id: account.id,
+    name: account.name,
+    plan: account.plan,
+    limits: { active_tokens: limits.activeTokens, requests_per_month: limits.requestsPerMonth },
+    usage: {
+      period_start: usagePeriod(now).start,
+      requests: usage.requests,
+      active_tokens: usage.activeTokens,
+    },
+    alert_email: account.alertEmail,
+    created_at: account.createdAt,
+  };
+}
+
+export function providerView(provider: Provider, proxyUrl: string): Static<typeof ProviderObject> {
+  return {
+    id: provider.id,
+    base_url: provider.baseUrl,
+    auth: formatProviderAuth(provider.auth),
+    builtin: provider.builtin,
+    proxy_base_url: `${proxyUrl}/${provider.id}`,
+  };
+}

@@ -1,0 +1,164 @@
+import { Command, CommanderError, Option } from 'commander';
+import { createAccount } from '../accounts/create-account.js';
+import { ConfigError, loadConfig, type Config } from '../config/load.js';
+import { SETTINGS, envName, flagName } from '../config/settings.js';
+import { createLogger } from '../observability/logger.js';
+import { startServer } from '../server/start.js';
+import { openStore, openStoreWithoutMigrating } from '../store/open.js';
+import { PLAN_NAMES, type PlanName } from '../store/records.js';
+import { VERSION } from '../version.js';
+
+type Out = (line: string) => void;
+
+export interface CliIo {
+  readonly env: Readonly<Record<string, string | undefined>>;
+  readonly stdout: Out;
+  readonly stderr: Out;
+}
+
+const defaultIo: CliIo = {
+  env: process.env,
+  stdout: (line) => process.stdout.write(`${line}\n`),
+  stderr: (line) => process.stderr.write(`${line}\n`),
+};
+
+/** Entry point of `bin/tokenproxy`. Resolves to the exit code. */
+export async function main(argv: readonly string[], io: CliIo = defaultIo): Promise<number> {
+  const program = new Command('tokenproxy')
+    .description('Credential-protecting proxy for provider APIs')
+    .version(VERSION)
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => io.stdout(s.trimEnd()), writeErr: (s) => io.stderr(s.trimEnd()) });
+
+  let result: Promise<number> = Promise.resolve(0);
+
+  withSettings(program.command('serve').description('Run the management API and the proxy')).action(
+    (opts: Record<string, unknown>) => {
+      result = serve(opts, io);
+    },
+  );
+
+  withSettings(program.command('migrate').description('Apply pending database migrations and exit')).action(
+    (opts: Record<string, unknown>) => {
+      result = migrate(opts, io);
+    },
+  );
+
+  const accounts = program.command('accounts').description('Manage accounts directly in the store');
+  withSettings(
+    accounts
+      .command('create')
+      .description('Create an account and print its API key (works while the server runs)')
+      .requiredOption('--name <name>', 'account name')
+      .addOption(new Option('--plan <plan>', 'plan').choices(PLAN_NAMES).default('free'))
+      .option('--json', 'print {"account_id", "api_key"} as JSON'),
+  ).action((opts: Record<string, unknown>) => {
+    result = createAccountCommand(opts, io);
+  });
+
+  try {
+    await program.parseAsync([...argv]);
+  } catch (err) {
+    if (err instanceof CommanderError) return err.exitCode;
+    throw err;
+  }
+  try {
+    return await result;
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      io.stderr(`tokenproxy: ${err.message}`);
+      return 2;
+    }
+    io.stderr(`tokenproxy: ${err instanceof Error ? err.message : String(err)}`);
+    return 1;
+  }
+}
+
+/** Adds one flag per setting (from the settings table) plus `--config`. No defaults here: precedence lives in loadConfig. */
+function withSettings(cmd: Command): Command {
+  cmd.option('--config <file>', 'JSON config file (env TOKENPROXY_CONFIG)');
+  for (const spec of SETTINGS) {
+    const flag = spec.kind.type === 'boolean' ? flagName(spec.name) : `${flagName(spec.name)} <value>`;
+    cmd.option(flag, `${spec.description} (env ${envName(spec.name)})`);
+  }
+  return cmd;
+}
+
+function configFrom(opts: Record<string, unknown>, io: CliIo): Config {
+  const flags: Record<string, string | boolean> = {};
+  for (const spec of SETTINGS) {
+    const value = opts[camel(spec.name)];
+    if (typeof value === 'string' || typeof value === 'boolean') flags[spec.name] = value;
+  }
+  const configFile = typeof opts.config === 'string' ? opts.config : io.env.TOKENPROXY_CONFIG || undefined;
+  return loadConfig({ flags, env: io.env, configFile });
+}
+
+function camel(name: string): string {
+  return name.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
+}
+
+async function serve(opts: Record<string, unknown>, io: CliIo): Promise<number> {
+  const config = configFrom(opts, io);
+  const logger = createLogger(config.logLevel);
+  const server = await startServer(config, { env: io.env, logger, print: io.stderr });
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      logger.info({ signal }, 'shutting down');
+      server.close().then(
+        () => {
+          logger.info('stopped');
+          logger.flush();
+          resolve(0);
+        },
+        (err: unknown) => {
+          logger.error({ err }, 'shutdown failed');
+          resolve(1);
+        },
+      );
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+    // Printed only once the signal handlers are in place, so "Ready." means a SIGTERM drains.
+    io.stderr(
+      `Ready. Stop with Ctrl-C or SIGTERM (in-flight requests get up to ${config.drainTimeoutMs} ms to finish).`,
+    );
+  });
+}
+
+async function migrate(opts: Record<string, unknown>, io: CliIo): Promise<number> {
+  const config = configFrom(opts, io);
+  const store = await openStoreWithoutMigrating({ database: config.database, dataDir: config.dataDir });
+  try {
+    const applied = await store.migrateToLatest();
+    io.stdout(applied.length === 0 ? 'Database is up to date.' : `Applied: ${applied.join(', ')}`);
+    return 0;
+  } finally {
+    await store.close();
+  }
+}
+
+async function createAccountCommand(opts: Record<string, unknown>, io: CliIo): Promise<number> {
+  const config = configFrom(opts, io);
+  const name = String(opts.name).trim();
+  if (name === '' || name.length > 200) {
+    io.stderr('tokenproxy: --name must be 1 to 200 characters.');
+    return 2;
+  }
+  const store = await openStore({ database: config.database, dataDir: config.dataDir });
+  try {
+    const { account, apiKey } = await createAccount(store, name, opts.plan as PlanName, new Date());
+    if (opts.json === true) {
+      io.stdout(JSON.stringify({ account_id: account.id, api_key: apiKey }));
+    } else {
+      io.stdout(`Created account "${account.name}" (${account.id}, plan ${account.plan}).`);
+      io.stdout(`API key (shown only this once): ${apiKey}`);
+    }
+    return 0;
+  } finally {
+    await store.close();
+  }
+}

@@ -1,0 +1,32 @@
+import { pino, type DestinationStream, type Logger } from 'pino';
+
+/**
+ * JSON log lines on stdout. Nothing here ever logs headers or bodies; the redaction list is a second
+ * line of defence in case a future call passes a request-shaped object by mistake.
+ */
+export function createLogger(level: string, destination?: DestinationStream): Logger {
+  return pino(
+    {
+      level,
+      base: { service: 'tokenproxy' },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      redact: {
+        paths: [
+          'headers',
+          'req.headers',
+          'res.headers',
+          'body',
+          'req.body',
+          'authorization',
+          '*.authorization',
+          'real_key',
+          '*.real_key',
+          'apiKey',
+          '*.apiKey',
+        ],
+        censor: '[REDACTED]',
+      },
+    },
+    destination,
+  );
+}

@@ -1,0 +1,163 @@
+import { mkdir } from 'node:fs/promises';
+import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import { bootstrapDefaultAccount } from '../accounts/create-account.js';
+import { buildApiApp } from '../api/app.js';
+import type { ApiServer } from '../api/context.js';
+import { publicUrl, type Config } from '../config/load.js';
+import { ProviderRegistry } from '../providers/providers.js';
+import { placeholderProxyHandler } from '../proxy/placeholder.js';
+import { openStore } from '../store/open.js';
+import type { Store } from '../store/store.js';
+import { loadTlsMaterial } from '../tls/tls-material.js';
+import { createLocalVault, loadLocalKek } from '../vault/local-kek.js';
+import { VERSION } from '../version.js';
+
+export interface RunningServer {
+  readonly apiUrl: string;
+  readonly proxyUrl: string;
+  /** Actual bound ports (differ from the config when it asked for port 0). */
+  readonly apiPort: number;
+  readonly proxyPort: number;
+  readonly fingerprint: string | undefined;
+  readonly publicApiUrl: string;
+  readonly publicProxyUrl: string;
+  readonly store: Store;
+  /** Stops accepting, lets in-flight requests finish up to the drain timeout, closes the store. */
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  readonly env: Readonly<Record<string, string | undefined>>;
+  readonly logger: Logger;
+  /** Human-facing lines (banner, the first API key). Not the JSON log. */
+  readonly print: (line: string) => void;
+  readonly now?: () => Date;
+}
+
+export async function startServer(config: Config, options: StartOptions): Promise<RunningServer> {
+  const { logger, print } = options;
+  const now = options.now ?? (() => new Date());
+  await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+
+  const kek = await loadLocalKek({ dataDir: config.dataDir, envValue: options.env.TOKENPROXY_MASTER_KEY });
+  const vault = createLocalVault(kek);
+  kek.fill(0);
+
+  const tls = config.insecureHttp
+    ? undefined
+    : await loadTlsMaterial({ dataDir: config.dataDir, certFile: config.tlsCert, keyFile: config.tlsKey });
+  if (config.insecureHttp) {
+    logger.warn(
+      'insecure_http is on: both listeners serve plain HTTP. Use this only behind a load balancer that terminates TLS 1.3.',
+    );
+  }
+
+  const store = await openStore({ database: config.database, dataDir: config.dataDir });
+  let api: ApiServer | undefined;
+  let proxy: HttpServer | undefined;
+  let publicProxyUrl: string;
+  try {
+    const created = await bootstrapDefaultAccount(store, now());
+    if (created) {
+      print(
+        `Created account "default" (${created.account.id}, plan free). Its API key, shown only this once:`,
+      );
+      print(`  ${created.apiKey}`);
+    }
+
+    // The proxy binds first: with port 0 its real port is needed for `proxy_base_url`.
+    proxy = tls
+      ? createHttpsServer({ key: tls.key, cert: tls.cert, minVersion: 'TLSv1.3' }, placeholderProxyHandler)
+      : createHttpServer(placeholderProxyHandler);
+    await listen(proxy, config.host, config.proxyPort);
+    publicProxyUrl =
+      config.publicProxyUrl ??
+      publicUrl(config.host, (proxy.address() as AddressInfo).port, config.insecureHttp);
+
+    api = await buildApiApp(
+      { store, vault, providers: new ProviderRegistry(config.providers), publicProxyUrl, now },
+      { logger, https: tls ? { key: tls.key, cert: tls.cert } : undefined, version: VERSION },
+    );
+    await api.listen({ host: config.host, port: config.apiPort });
+  } catch (err) {
+    await api?.close();
+    proxy?.close();
+    await store.close();
+    throw err;
+  }
+
+  const apiPort = (api.server.address() as AddressInfo).port;
+  const proxyPort = (proxy.address() as AddressInfo).port;
+  const scheme = tls ? 'https' : 'http';
+  const apiUrl = `${scheme}://${urlHost(config.host)}:${apiPort}`;
+  const proxyUrl = `${scheme}://${urlHost(config.host)}:${proxyPort}`;
+  const publicApiUrl = config.publicApiUrl ?? publicUrl(config.host, apiPort, config.insecureHttp);
+  print(`tokenproxy ${VERSION}`);
+  print(`  management API  ${apiUrl}/v1   (public: ${publicApiUrl}/v1)`);
+  print(`  proxy           ${proxyUrl}   (public: ${publicProxyUrl})`);
+  print(`  store           ${store.dialect === 'sqlite' ? `SQLite in ${config.dataDir}` : 'PostgreSQL'}`);
+  if (tls) {
+    print(`  TLS 1.3 certificate ${tls.generated ? 'generated' : 'loaded'}: ${tls.certPath}`);
+    print(`  SHA-256 fingerprint: ${tls.fingerprint}`);
+  }
+  logger.info({ apiPort, proxyPort, dialect: store.dialect }, 'listening');
+
+  const apiServer = api;
+  const proxyServer = proxy;
+  let closing: Promise<void> | undefined;
+  return {
+    apiUrl,
+    proxyUrl,
+    apiPort,
+    proxyPort,
+    fingerprint: tls?.fingerprint,
+    publicApiUrl,
+    publicProxyUrl,
+    store,
+    close() {
+      closing ??= (async () => {
+        const drained = Promise.all([apiServer.close(), closeServer(proxyServer)]);
+        const timer = setTimeout(() => {
+          logger.warn(
+            { drain_timeout_ms: config.drainTimeoutMs },
+            'drain timeout reached; closing open connections',
+          );
+          proxyServer.closeAllConnections();
+          apiServer.server.closeAllConnections();
+        }, config.drainTimeoutMs);
+        try {
+          await drained;
+        } finally {
+          clearTimeout(timer);
+          await store.close();
+        }
+      })();
+      return closing;
+    },
+  };
+}
+
+function listen(server: HttpServer, host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ host, port }, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+function closeServer(server: HttpServer): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    // Idle keep-alive sockets would otherwise hold close() open until they time out.
+    server.closeIdleConnections();
+  });
+}
+
+function urlHost(host: string): string {
+  return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+}

@@ -1,0 +1,241 @@
+import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { connect } from 'node:tls';
+import os from 'node:os';
+import path from 'node:path';
+import { Agent, request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli, startServe, type ServerProcess } from '../support/cli.js';
+
+const API_KEY_RE = /svc_sk_[1-9A-HJ-NP-Za-km-z]{43}/;
+
+async function tempDir(): Promise<string> {
+  return mkdtemp(path.join(os.tmpdir(), 'tokenproxy-serve-'));
+}
+
+/** Tries a TLS handshake limited to `version`; resolves to the negotiated protocol or the error code. */
+function handshake(url: string, ca: string, version: 'TLSv1.2' | 'TLSv1.3'): Promise<string> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = connect({
+      host: hostname,
+      port: Number(port),
+      ca,
+      servername: 'localhost',
+      minVersion: version,
+      maxVersion: version,
+    });
+    socket.once('secureConnect', () => {
+      resolve(socket.getProtocol() ?? 'unknown');
+      socket.destroy();
+    });
+    socket.once('error', (err: NodeJS.ErrnoException) => resolve(`error:${err.code ?? err.message}`));
+  });
+}
+
+describe('tokenproxy serve (the real binary, embedded defaults)', () => {
+  let dataDir: string;
+  let server: ServerProcess;
+  let ca: string;
+  let dispatcher: Agent;
+  let apiKey: string;
+
+  beforeAll(async () => {
+    dataDir = await tempDir();
+    server = await startServe(['--data-dir', dataDir]);
+    ca = await readFile(path.join(dataDir, 'tls', 'cert.pem'), 'utf8');
+    dispatcher = new Agent({ connect: { ca } });
+    apiKey = API_KEY_RE.exec(server.stderr())?.[0] ?? '';
+  });
+
+  afterAll(async () => {
+    await server.stop();
+    await dispatcher.close();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('prints the first API key once, the certificate fingerprint and the addresses', () => {
+    expect(apiKey).toMatch(API_KEY_RE);
+    expect(server.stderr()).toMatch(/SHA-256 fingerprint: ([0-9A-F]{2}:){31}[0-9A-F]{2}/);
+    expect(server.apiUrl).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+    // The key goes to the terminal, not into the JSON log on stdout.
+    expect(server.stdout()).not.toContain(apiKey);
+  });
+
+  it('serves the API over TLS 1.3 with the generated certificate, for localhost and 127.0.0.1', async () => {
+    for (const base of [server.apiUrl, server.apiUrl.replace('127.0.0.1', 'localhost')]) {
+      const res = await request(`${base}/v1/account`, {
+        dispatcher,
+        headers: { authorization: `Bearer ${apiKey}` },
+      });
+      expect(res.statusCode).toBe(200);
+      const body = (await res.body.json()) as { name: string; plan: string };
+      expect(body).toMatchObject({ name: 'default', plan: 'free' });
+    }
+  });
+
+  it('refuses TLS 1.2 clients on both listeners', async () => {
+    for (const url of [server.apiUrl, server.proxyUrl]) {
+      expect(await handshake(url, ca, 'TLSv1.3')).toBe('TLSv1.3');
+      expect(await handshake(url, ca, 'TLSv1.2')).toMatch(/^error:/);
+    }
+  });
+
+  it('creates the master key with mode 0600 and the data dir 0700', async () => {
+    expect((await stat(path.join(dataDir, 'master.key'))).mode & 0o777).toBe(0o600);
+    expect((await stat(dataDir)).mode & 0o777).toBe(0o700);
+  });
+
+  it('`accounts create --json` works against the data dir while the server runs', async () => {
+    const res = await runCli([
+      'accounts',
+      'create',
+      '--name',
+      'second',
+      '--plan',
+      'unlimited',
+      '--json',
+      '--data-dir',
+      dataDir,
+    ]);
+    expect(res.code).toBe(0);
+    const created = JSON.parse(res.stdout) as { account_id: string; api_key: string };
+    expect(created.account_id).toMatch(/^acct_[1-9A-HJ-NP-Za-km-z]{22}$/);
+    expect(created.api_key).toMatch(API_KEY_RE);
+    const account = await request(`${server.apiUrl}/v1/account`, {
+      dispatcher,
+      headers: { authorization: `Bearer ${created.api_key}` },
+    });
+    expect(await account.body.json()).toMatchObject({
+      account_id: created.account_id,
+      name: 'second',
+      plan: 'unlimited',
+    });
+  });
+
+  it('the proxy listener answers in the proxy error shape', async () => {
+    const res = await request(`${server.proxyUrl}/openai/v1/models`, { dispatcher });
+    const body = (await res.body.json()) as { error: { type: string; code: string; request_id: string } };
+    expect(body.error.type).toBe('tokenproxy_error');
+    expect(body.error.request_id).toBe(res.headers['x-request-id']);
+  });
+
+  it('`migrate` reports an up-to-date database', async () => {
+    const res = await runCli(['migrate', '--data-dir', dataDir]);
+    expect(res.code).toBe(0);
+    expect(res.stdout).toContain('up to date');
+  });
+});
+
+describe('tokenproxy serve: restarts, refusals and shutdown', () => {
+  it('a second start keeps the account, the certificate and prints no new API key; SIGTERM exits 0', async () => {
+    const dataDir = await tempDir();
+    try {
+      const first = await startServe(['--data-dir', dataDir]);
+      const fingerprint = /SHA-256 fingerprint: (\S+)/.exec(first.stderr())?.[1];
+      expect(await first.stop()).toBe(0);
+
+      const second = await startServe(['--data-dir', dataDir]);
+      expect(second.stderr()).not.toMatch(API_KEY_RE);
+      expect(second.stderr()).toContain(`SHA-256 fingerprint: ${fingerprint ?? 'missing'}`);
+      expect(second.stderr()).toContain('certificate loaded');
+      expect(await second.stop()).toBe(0);
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses to start when master.key is readable by others, naming the file and the fix', async () => {
+    const dataDir = await tempDir();
+    try {
+      const first = await startServe(['--data-dir', dataDir]);
+      await first.stop();
+      await chmod(path.join(dataDir, 'master.key'), 0o644);
+      const res = await runCli(['serve', '--data-dir', dataDir, '--api-port', '0', '--proxy-port', '0']);
+      expect(res.code).not.toBe(0);
+      expect(res.stderr).toContain('master.key');
+      expect(res.stderr).toContain('chmod 600');
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('TOKENPROXY_MASTER_KEY overrides the file; a malformed one stops the start with its name', async () => {
+    const dataDir = await tempDir();
+    try {
+      const good = await startServe(['--data-dir', dataDir], {
+        TOKENPROXY_MASTER_KEY: Buffer.alloc(32, 7).toString('base64'),
+      });
+      await good.stop();
+      await expect(stat(path.join(dataDir, 'master.key'))).rejects.toThrow();
+      const bad = await runCli(['serve', '--data-dir', dataDir], { TOKENPROXY_MASTER_KEY: 'not-a-key' });
+      expect(bad.code).not.toBe(0);
+      expect(bad.stderr).toContain('TOKENPROXY_MASTER_KEY');
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('--insecure-http serves plain HTTP and warns', async () => {
+    const dataDir = await tempDir();
+    try {
+      const server = await startServe(['--data-dir', dataDir, '--insecure-http']);
+      expect(server.apiUrl).toMatch(/^http:\/\//);
+      expect(server.stdout()).toMatch(/insecure_http is on/);
+      const res = await request(`${server.apiUrl}/healthz`);
+      expect(res.statusCode).toBe(200);
+      await res.body.dump();
+      await server.stop();
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('a bad setting stops the start with exit code 2 and names the setting and its source', async () => {
+    const cases: { args: string[]; env?: Record<string, string>; expected: RegExp }[] = [
+      { args: ['--api-port', 'abc'], expected: /"api_port".*flag --api-port.*integer port/ },
+      { args: [], env: { TOKENPROXY_PROXY_PORT: '70000' }, expected: /"proxy_port".*TOKENPROXY_PROXY_PORT/ },
+      { args: ['--log-level', 'loud'], expected: /"log_level".*one of fatal, error/ },
+      { args: ['--database', 'mysql://root@localhost/x'], expected: /"database".*postgres:\/\//s },
+      { args: ['--tls-cert', '/tmp/x.pem'], expected: /"tls_cert" and "tls_key" go together/ },
+    ];
+    for (const c of cases) {
+      const res = await runCli(['serve', ...c.args], c.env);
+      expect(res.code, c.args.join(' ')).toBe(2);
+      expect(res.stderr).toMatch(c.expected);
+      expect(res.stderr).not.toMatch(/\n\s+at /); // no stack trace
+    }
+  });
+
+  it('an unknown key in the config file is refused with its name', async () => {
+    const dir = await tempDir();
+    try {
+      const file = path.join(dir, 'config.json');
+      await writeFile(file, JSON.stringify({ api_port: 9443, 'proxy-port': 9444 }));
+      const res = await runCli(['serve', '--config', file]);
+      expect(res.code).toBe(2);
+      expect(res.stderr).toContain('"proxy-port"');
+      expect(res.stderr).toContain('did you mean "proxy_port"');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('an unreachable PostgreSQL stops the start with a plain message and no password', async () => {
+    const dataDir = await tempDir();
+    try {
+      const res = await runCli([
+        'serve',
+        '--data-dir',
+        dataDir,
+        '--database',
+        'postgres://u:hunter2@127.0.0.1:1/db',
+      ]);
+      expect(res.code).toBe(1);
+      expect(res.stderr).toMatch(/unavailable|reach|connect/i);
+      expect(res.stderr).not.toContain('hunter2');
+      expect(res.stderr).not.toMatch(/\n\s+at /);
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});

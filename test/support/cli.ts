@@ -1,0 +1,96 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export const BIN = fileURLToPath(new URL('../../bin/tokenproxy', import.meta.url));
+
+export interface RunResult {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs `bin/tokenproxy` to completion (the compiled CLI: `npm test` builds first). */
+export function runCli(
+  args: string[],
+  env: Record<string, string | undefined> = {},
+  timeoutMs = 20_000,
+): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { env: cleanEnv(env) });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`tokenproxy ${args.join(' ')} did not finish in ${timeoutMs} ms\n${stderr}`));
+    }, timeoutMs);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+export interface ServerProcess {
+  readonly child: ChildProcessWithoutNullStreams;
+  readonly apiUrl: string;
+  readonly proxyUrl: string;
+  /** Everything printed so far. */
+  stdout(): string;
+  stderr(): string;
+  /** SIGTERM, then waits for exit; resolves to the exit code. */
+  stop(): Promise<number | null>;
+}
+
+/** Starts `tokenproxy serve` on free ports and resolves once both listeners are up. */
+export function startServe(
+  args: string[],
+  env: Record<string, string | undefined> = {},
+): Promise<ServerProcess> {
+  const child = spawn(process.execPath, [BIN, 'serve', '--api-port', '0', '--proxy-port', '0', ...args], {
+    env: cleanEnv(env),
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`tokenproxy serve did not start in time\n${stderr}`));
+    }, 20_000);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`tokenproxy serve exited with ${String(code)}\n${stderr}`));
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+      const api = /management API\s+(\S+)\/v1/.exec(stderr)?.[1];
+      const proxy = /proxy\s+(\S+)/.exec(stderr.slice(stderr.indexOf('management API')))?.[1];
+      if (api && proxy && stderr.includes('Ready.')) {
+        clearTimeout(timer);
+        resolve({
+          child,
+          apiUrl: api,
+          proxyUrl: proxy,
+          stdout: () => stdout,
+          stderr: () => stderr,
+          async stop() {
+            if (child.exitCode !== null) return child.exitCode;
+            child.kill('SIGTERM');
+            return exited;
+          },
+        });
+      }
+    });
+  });
+}
+
+/** The test runner's environment minus anything tokenproxy would read, plus the given values. */
+function cleanEnv(extra: Record<string, string | undefined>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('TOKENPROXY_')) env[k] = v;
+  for (const [k, v] of Object.entries(extra)) if (v !== undefined) env[k] = v;
+  return env;
+}
