@@ -34,9 +34,9 @@ export const SETTINGS = [
     name: 'api_port',
     kind: { type: 'port' },
     default: 8443,
-    description: 'Port of the management listener (REST API, dashboard, health, metrics).',
+    description: 'Port of the management listener (REST API, health, metrics). `0` picks a free port.',
   },
-  { name: 'proxy_port', kind: { type: 'port' }, default: 8444, description: 'Port of the proxy listener.' },
+  { name: 'proxy_port', kind: { type: 'port' }, default: 8444, description: 'Port of the proxy listener. `0` picks a free port.' },
   {
     name: 'data_dir',
     kind: { type: 'path' },
