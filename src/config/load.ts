@@ -130,7 +130,8 @@ export function loadConfig(input: ConfigInput): Config {
     providerCa: optionalPath(values.provider_ca),
     trustProxy: trustProxyFrom(values.trust_proxy),
     pop: typeof values.pop === 'string' ? values.pop : defaultPop(),
-    countryHeader: typeof values.country_header === 'string' ? values.country_header.toLowerCase() : undefined,
+    countryHeader:
+      typeof values.country_header === 'string' ? values.country_header.toLowerCase() : undefined,
     geoipDb: optionalPath(values.geoip_db),
     logRequests: values.log_requests as boolean,
     upstreamConnectTimeoutMs: values.upstream_connect_timeout as number,
@@ -241,7 +242,11 @@ function trustProxyFrom(value: string | number | boolean | undefined): string[] 
 
 /** DESIGN §10: `pop` defaults to the machine's host name (cut to the accepted form). */
 function defaultPop(): string {
-  return hostname().replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 64) || 'local';
+  return (
+    hostname()
+      .replace(/[^A-Za-z0-9._-]/g, '-')
+      .slice(0, 64) || 'local'
+  );
 }
 
 function optionalUrl(value: string | number | boolean | undefined): string | undefined {

@@ -36,7 +36,12 @@ export const SETTINGS = [
     default: 8443,
     description: 'Port of the management listener (REST API, health, metrics). `0` picks a free port.',
   },
-  { name: 'proxy_port', kind: { type: 'port' }, default: 8444, description: 'Port of the proxy listener. `0` picks a free port.' },
+  {
+    name: 'proxy_port',
+    kind: { type: 'port' },
+    default: 8444,
+    description: 'Port of the proxy listener. `0` picks a free port.',
+  },
   {
     name: 'data_dir',
     kind: { type: 'path' },
@@ -77,22 +82,34 @@ export const SETTINGS = [
   {
     name: 'provider_ca',
     kind: { type: 'path' },
-    description: 'PEM file of extra CAs trusted for upstream connections (private providers, tests). Public CAs stay trusted.',
+    description:
+      'PEM file of extra CAs trusted for upstream connections (private providers, tests). Public CAs stay trusted.',
   },
   {
     name: 'trust_proxy',
-    kind: { type: 'string', accepted: 'comma-separated IPs, CIDR ranges or the names loopback, private, linklocal' },
+    kind: {
+      type: 'string',
+      accepted: 'comma-separated IPs, CIDR ranges or the names loopback, private, linklocal',
+    },
     description:
       'Proxies whose X-Forwarded-For is believed. Client IP = right-most address not in this list. Unset: the socket address.',
   },
   {
     name: 'pop',
-    kind: { type: 'string', pattern: /^[A-Za-z0-9._-]{1,64}$/, accepted: '1 to 64 letters, digits, dots, dashes or underscores' },
+    kind: {
+      type: 'string',
+      pattern: /^[A-Za-z0-9._-]{1,64}$/,
+      accepted: '1 to 64 letters, digits, dots, dashes or underscores',
+    },
     description: 'Code of this edge location, written into every request-log record. Default: the host name.',
   },
   {
     name: 'country_header',
-    kind: { type: 'string', pattern: /^[A-Za-z0-9-]{1,64}$/, accepted: 'an HTTP header name such as cf-ipcountry' },
+    kind: {
+      type: 'string',
+      pattern: /^[A-Za-z0-9-]{1,64}$/,
+      accepted: 'an HTTP header name such as cf-ipcountry',
+    },
     description: 'Trusted header set by your edge that carries the client country (e.g. `cf-ipcountry`).',
   },
   {
@@ -122,7 +139,8 @@ export const SETTINGS = [
     name: 'upstream_body_timeout',
     kind: { type: 'duration' },
     default: '5m',
-    description: 'Longest silence allowed between two chunks of a provider answer before the response is ended.',
+    description:
+      'Longest silence allowed between two chunks of a provider answer before the response is ended.',
   },
   {
     name: 'kek',
