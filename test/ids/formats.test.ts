@@ -41,7 +41,7 @@ describe('generated formats (DESIGN §1)', () => {
     const perChar = 10_000;
     const counts = new Map<string, number>();
     for (const ch of randomBase58(58 * perChar)) counts.set(ch, (counts.get(ch) ?? 0) + 1);
-    expect([...counts.keys()].sort().join('')).toBe([...BASE58_ALPHABET].sort().join(''));
+    expect([...counts.keys()].sort().join('')).toBe(Array.from(BASE58_ALPHABET).sort().join(''));
     // σ ≈ 100 per character. Plain `byte % 58` would put the first 24 characters near 11,300 and the
     // rest near 9,060, far outside this band.
     for (const [ch, n] of counts) expect(Math.abs(n - perChar), ch).toBeLessThan(600);
