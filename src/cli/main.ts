@@ -1,10 +1,6 @@
 import { Command, CommanderError, Option } from 'commander';
-import { createAccount } from '../accounts/create-account.js';
 import { ConfigError, loadConfig, type Config } from '../config/load.js';
 import { SETTINGS, envName, flagName } from '../config/settings.js';
-import { createLogger } from '../observability/logger.js';
-import { startServer } from '../server/start.js';
-import { openStore, openStoreWithoutMigrating } from '../store/open.js';
 import { PLAN_NAMES, type PlanName } from '../store/records.js';
 import { VERSION } from '../version.js';
 
@@ -98,8 +94,14 @@ function camel(name: string): string {
   return name.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
 }
 
+// Commands load their modules on use: `tokenproxy --help` should not pay for Fastify, Kysely and X.509.
+
 async function serve(opts: Record<string, unknown>, io: CliIo): Promise<number> {
   const config = configFrom(opts, io);
+  const [{ createLogger }, { startServer }] = await Promise.all([
+    import('../observability/logger.js'),
+    import('../server/start.js'),
+  ]);
   const logger = createLogger(config.logLevel);
   const server = await startServer(config, { env: io.env, logger, print: io.stderr });
   return new Promise<number>((resolve) => {
@@ -131,6 +133,7 @@ async function serve(opts: Record<string, unknown>, io: CliIo): Promise<number> 
 
 async function migrate(opts: Record<string, unknown>, io: CliIo): Promise<number> {
   const config = configFrom(opts, io);
+  const { openStoreWithoutMigrating } = await import('../store/open.js');
   const store = await openStoreWithoutMigrating({ database: config.database, dataDir: config.dataDir });
   try {
     const applied = await store.migrateToLatest();
@@ -148,6 +151,10 @@ async function createAccountCommand(opts: Record<string, unknown>, io: CliIo): P
     io.stderr('tokenproxy: --name must be 1 to 200 characters.');
     return 2;
   }
+  const [{ openStore }, { createAccount }] = await Promise.all([
+    import('../store/open.js'),
+    import('../accounts/create-account.js'),
+  ]);
   const store = await openStore({ database: config.database, dataDir: config.dataDir });
   try {
     const { account, apiKey } = await createAccount(store, name, opts.plan as PlanName, new Date());
