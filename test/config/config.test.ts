@@ -86,7 +86,12 @@ describe('loadConfig', () => {
     expect(config.proxyPort).toBe(2002);
     expect(config.logLevel).toBe('warn');
     expect(config.drainTimeoutMs).toBe(10_000);
-    expect(config.sources).toMatchObject({ api_port: 'flag', proxy_port: 'env', log_level: 'file', drain_timeout: 'default' });
+    expect(config.sources).toMatchObject({
+      api_port: 'flag',
+      proxy_port: 'env',
+      log_level: 'file',
+      drain_timeout: 'default',
+    });
   });
 
   it('is frozen', () => {
@@ -100,8 +105,14 @@ describe('loadConfig', () => {
   });
 
   it.each([
-    [{ flags: { api_port: 'x' } }, /"api_port" has an invalid value "x" \(from flag --api-port\); expected an integer port/],
-    [{ env: { TOKENPROXY_DRAIN_TIMEOUT: 'forever' } }, /"drain_timeout".*TOKENPROXY_DRAIN_TIMEOUT.*a duration/],
+    [
+      { flags: { api_port: 'x' } },
+      /"api_port" has an invalid value "x" \(from flag --api-port\); expected an integer port/,
+    ],
+    [
+      { env: { TOKENPROXY_DRAIN_TIMEOUT: 'forever' } },
+      /"drain_timeout".*TOKENPROXY_DRAIN_TIMEOUT.*a duration/,
+    ],
     [{ flags: { api_port: '9000', proxy_port: '9000' } }, /"api_port" and "proxy_port" must differ/],
     [{ flags: { tls_key: 'k.pem' } }, /"tls_cert" and "tls_key" go together/],
     [{ flags: { trust_proxy: '10.0.0.0/33' } }, /"trust_proxy"/],
@@ -131,8 +142,14 @@ describe('loadConfig', () => {
     [{ providers: [] }, /"providers".*must be an object/],
     [{ providers: { Acme: { base_url: 'https://a.example', auth: 'bearer' } } }, /provider id "Acme"/],
     [{ providers: { acme: { base_url: 'http://a.example', auth: 'bearer' } } }, /must start with https:\/\//],
-    [{ providers: { acme: { base_url: 'https://a.example', auth: 'basic' } } }, /auth "basic" is not accepted/],
-    [{ providers: { acme: { base_url: 'https://a.example', auth: 'header:authorization' } } }, /is not accepted/],
+    [
+      { providers: { acme: { base_url: 'https://a.example', auth: 'basic' } } },
+      /auth "basic" is not accepted/,
+    ],
+    [
+      { providers: { acme: { base_url: 'https://a.example', auth: 'header:authorization' } } },
+      /is not accepted/,
+    ],
     [{ providers: { acme: { base_url: 'https://a.example' } } }, /provider "acme" field "auth"/],
     [{ providers: { acme: { base_url: 'https://a.example', auth: 'bearer', extra: 1 } } }, /provider "acme"/],
   ])('config file %o is refused', (content, message) => {
@@ -144,7 +161,12 @@ describe('loadConfig', () => {
       providers: { acme: { base_url: 'https://api.acme.example/base/', auth: 'header:X-Acme-Key' } },
     });
     expect(loadConfig({ flags: {}, env: {}, configFile: file }).providers).toEqual([
-      { id: 'acme', baseUrl: 'https://api.acme.example/base', auth: { kind: 'header', header: 'x-acme-key' }, builtin: false },
+      {
+        id: 'acme',
+        baseUrl: 'https://api.acme.example/base',
+        auth: { kind: 'header', header: 'x-acme-key' },
+        builtin: false,
+      },
     ]);
   });
 
