@@ -1,0 +1,212 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApiHarness, type ApiHarness } from '../support/api-harness.js';
+import { databases } from '../support/databases.js';
+import { KEY_FIELDS, TOKEN_FIELDS, ok } from './helpers.js';
+
+interface SchemaJson {
+  type?: string | string[];
+  properties?: Record<string, SchemaJson>;
+  required?: string[];
+  additionalProperties?: boolean | SchemaJson;
+  items?: SchemaJson;
+  anyOf?: SchemaJson[];
+  oneOf?: SchemaJson[];
+  allOf?: SchemaJson[];
+}
+
+interface OperationJson {
+  requestBody?: { required?: boolean; content: Record<string, { schema: SchemaJson }> };
+  parameters?: { name: string; in: string; required?: boolean }[];
+  responses: Record<string, { content?: Record<string, { schema: SchemaJson }> }>;
+}
+
+interface OpenApiJson {
+  openapi: string;
+  info: { title: string; version: string };
+  servers?: { url: string }[];
+  paths: Record<string, Record<string, OperationJson>>;
+  components?: { securitySchemes?: Record<string, { type: string; scheme?: string }> };
+  security?: Record<string, string[]>[];
+}
+
+/** The management API's routes (DESIGN §5, the groups built so far), as OpenAPI paths under /v1. */
+const EXPECTED = [
+  'POST /tokens',
+  'GET /tokens',
+  'GET /tokens/{id}',
+  'DELETE /tokens/{id}',
+  'POST /keys',
+  'GET /keys',
+  'GET /keys/{id}',
+  'DELETE /keys/{id}',
+  'POST /keys/{id}/rotate',
+  'GET /account',
+  'PATCH /account',
+  'GET /providers',
+  'GET /logs',
+  'GET /anomalies',
+].sort();
+
+/**
+ * Routes as Fastify registered them, read back from `printRoutes({ commonPrefix: false })`:
+ * `METHOD /path` for each, HEAD (added automatically for GET) left out.
+ */
+function registeredRoutes(tree: string): string[] {
+  const out: string[] = [];
+  const stack: string[] = [];
+  for (const line of tree.split('\n')) {
+    const m = /^([│ ]*)[├└]── (\S+)(?: \(([^)]*)\))?$/.exec(line);
+    if (!m) continue;
+    const depth = (m[1] ?? '').length / 4;
+    stack.length = depth;
+    stack.push(m[2] ?? '');
+    const path = stack.join('');
+    for (const method of (m[3] ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean)) {
+      if (method !== 'HEAD') out.push(`${method} ${path}`);
+    }
+  }
+  return out.sort();
+}
+
+/** Every object schema reachable from `schema`, with the path that leads to it. */
+function objectSchemas(schema: SchemaJson, where: string): [string, SchemaJson][] {
+  const found: [string, SchemaJson][] = [];
+  if (schema.type === 'object' || schema.properties !== undefined) found.push([where, schema]);
+  for (const [name, child] of Object.entries(schema.properties ?? {}))
+    found.push(...objectSchemas(child, `${where}.${name}`));
+  if (schema.items) found.push(...objectSchemas(schema.items, `${where}[]`));
+  for (const list of [schema.anyOf, schema.oneOf, schema.allOf]) {
+    for (const [i, child] of (list ?? []).entries()) found.push(...objectSchemas(child, `${where}|${i}`));
+  }
+  return found;
+}
+
+for (const fixture of databases) {
+  describe.skipIf(!fixture.available)(`/v1/openapi.json (${fixture.name})`, () => {
+    let h: ApiHarness;
+    let doc: OpenApiJson;
+
+    beforeAll(async () => {
+      h = await startApiHarness(fixture);
+      doc = ok<OpenApiJson>(await h.request('GET', '/v1/openapi.json', { apiKey: null }));
+    });
+    afterAll(async () => {
+      await h.close();
+    });
+
+    it('is an OpenAPI 3.1 document served as JSON', async () => {
+      const res = await h.request('GET', '/v1/openapi.json', { apiKey: null });
+      expect(res.headers['content-type']).toMatch(/^application\/json/);
+      expect(doc.openapi).toMatch(/^3\.1\.\d+$/);
+      expect(doc.info.title).toBeTypeOf('string');
+      expect(doc.info.version).toBe('test');
+      expect(doc.servers?.map((s) => s.url)).toEqual(['/v1']);
+    });
+
+    it('lists exactly the registered /v1 routes', () => {
+      const documented = Object.entries(doc.paths)
+        .flatMap(([path, ops]) => Object.keys(ops).map((method) => `${method.toUpperCase()} ${path}`))
+        .sort();
+      expect(documented).toEqual(EXPECTED);
+
+      // And those are exactly what Fastify has under /v1 (besides the document itself).
+      const registered = registeredRoutes(h.app.printRoutes({ commonPrefix: false }))
+        .filter((r) => r.split(' ')[1]?.startsWith('/v1/') === true)
+        .filter((r) => r !== 'GET /v1/openapi.json')
+        .map((r) => r.replace(' /v1/', ' /').replace(/:(\w+)/g, '{$1}'))
+        .sort();
+      expect(registered).toEqual(EXPECTED);
+      for (const route of EXPECTED) {
+        const [method = '', path = ''] = route.split(' ');
+        expect(h.app.hasRoute({ method, url: `/v1${path.replace(/\{(\w+)\}/g, ':$1')}` }), route).toBe(true);
+      }
+    });
+
+    it('gives every request body a closed schema (additionalProperties: false, at every level)', () => {
+      const withBodies: string[] = [];
+      for (const [path, ops] of Object.entries(doc.paths)) {
+        for (const [method, op] of Object.entries(ops)) {
+          if (!op.requestBody) continue;
+          withBodies.push(`${method.toUpperCase()} ${path}`);
+          const schema = op.requestBody.content['application/json']?.schema;
+          expect(schema, `${method} ${path}`).toBeDefined();
+          if (!schema) continue;
+          expect(schema.type).toBe('object');
+          const objects = objectSchemas(schema, `${method} ${path}`);
+          expect(objects.length).toBeGreaterThan(0);
+          for (const [where, object] of objects) expect(object.additionalProperties, where).toBe(false);
+        }
+      }
+      expect(withBodies.sort()).toEqual(
+        ['POST /tokens', 'POST /keys', 'POST /keys/{id}/rotate', 'PATCH /account'].sort(),
+      );
+    });
+
+    it('documents required body fields and snake_case names', () => {
+      const create = doc.paths['/tokens']?.post?.requestBody?.content['application/json']?.schema;
+      expect(create?.required?.sort()).toEqual(['allowed_hosts', 'name', 'provider']);
+      expect(Object.keys(create?.properties ?? {}).sort()).toEqual(
+        [
+          'allowed_hosts',
+          'allowed_ips',
+          'expires_at',
+          'key_id',
+          'name',
+          'provider',
+          'rate_limit',
+          'real_key',
+        ].sort(),
+      );
+      const key = doc.paths['/keys']?.post?.requestBody?.content['application/json']?.schema;
+      expect(key?.required?.sort()).toEqual(['name', 'provider', 'real_key']);
+      const rotate = doc.paths['/keys/{id}/rotate']?.post?.requestBody?.content['application/json']?.schema;
+      expect(rotate?.required).toEqual(['real_key']);
+    });
+
+    it('documents path and query parameters', () => {
+      for (const path of ['/tokens/{id}', '/keys/{id}', '/keys/{id}/rotate']) {
+        for (const op of Object.values(doc.paths[path] ?? {})) {
+          expect(
+            op.parameters?.some((p) => p.name === 'id' && p.in === 'path' && p.required === true),
+            path,
+          ).toBe(true);
+        }
+      }
+      const query = (path: string) =>
+        (doc.paths[path]?.get?.parameters ?? [])
+          .filter((p) => p.in === 'query')
+          .map((p) => p.name)
+          .sort();
+      expect(query('/tokens')).toEqual(['cursor', 'limit', 'status']);
+      expect(query('/keys')).toEqual(['cursor', 'limit']);
+    });
+
+    it('describes the response objects with the fields the API returns', () => {
+      const props = (schema: SchemaJson | undefined) => Object.keys(schema?.properties ?? {}).sort();
+      const created = doc.paths['/tokens']?.post?.responses['201']?.content?.['application/json']?.schema;
+      expect(props(created)).toEqual([...TOKEN_FIELDS, 'sanitized_key'].sort());
+      const token = doc.paths['/tokens/{id}']?.get?.responses['200']?.content?.['application/json']?.schema;
+      expect(props(token)).toEqual(TOKEN_FIELDS);
+      expect(
+        props(doc.paths['/tokens/{id}']?.delete?.responses['200']?.content?.['application/json']?.schema),
+      ).toEqual(TOKEN_FIELDS);
+      const list = doc.paths['/tokens']?.get?.responses['200']?.content?.['application/json']?.schema;
+      expect(props(list)).toEqual(['data', 'has_more', 'next_cursor', 'object']);
+      expect(props(list?.properties?.data?.items)).toEqual(TOKEN_FIELDS);
+      const key = doc.paths['/keys']?.post?.responses['201']?.content?.['application/json']?.schema;
+      expect(props(key)).toEqual(KEY_FIELDS);
+      // Nothing in any response schema could carry a real key or ciphertext.
+      const text = JSON.stringify(doc.paths);
+      expect(text).not.toMatch(/"(ciphertext|real_key_ciphertext|digest)"/);
+    });
+
+    it('declares bearer authentication for the API', () => {
+      const schemes = Object.values(doc.components?.securitySchemes ?? {});
+      expect(schemes).toContainEqual(expect.objectContaining({ type: 'http', scheme: 'bearer' }));
+      expect(doc.security?.length).toBeGreaterThan(0);
+    });
+  });
+}
