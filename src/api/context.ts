@@ -19,6 +19,11 @@ export interface ApiDeps {
   /** Base of `proxy_base_url` (DESIGN §10), without a trailing slash. */
   readonly publicProxyUrl: string;
   readonly now: () => Date;
+  /**
+   * Called after a token is created or revoked and after a key is rotated or deleted, once the store
+   * has the change: the proxy drops its cached token lookups so the next request sees it.
+   */
+  readonly onCredentialsChanged?: (() => void) | undefined;
 }
 
 export type ApiServer = FastifyInstance<

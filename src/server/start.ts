@@ -1,6 +1,4 @@
 import { mkdir } from 'node:fs/promises';
-import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { bootstrapDefaultAccount } from '../accounts/create-account.js';
@@ -8,7 +6,9 @@ import { buildApiApp } from '../api/app.js';
 import type { ApiServer } from '../api/context.js';
 import { publicUrl, type Config } from '../config/load.js';
 import { ProviderRegistry } from '../providers/providers.js';
-import { placeholderProxyHandler } from '../proxy/placeholder.js';
+import type { CountryOf } from '../proxy/deps.js';
+import { printingRequestLog } from '../proxy/print-request-log.js';
+import { createProxyServer, type ProxyServer } from '../proxy/server.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/store.js';
 import { loadTlsMaterial } from '../tls/tls-material.js';
@@ -57,8 +57,16 @@ export async function startServer(config: Config, options: StartOptions): Promis
 
   const store = await openStore({ database: config.database, dataDir: config.dataDir });
   let api: ApiServer | undefined;
-  let proxy: HttpServer | undefined;
+  let proxy: ProxyServer | undefined;
   let publicProxyUrl: string;
+  const providers = new ProviderRegistry(config.providers);
+  const requestLog = printingRequestLog(config.logRequests, (line) => process.stdout.write(`${line}\n`));
+  // Header-only country until a GeoIP resolver is wired.
+  const countryHeader = config.countryHeader;
+  const countryOf: CountryOf = (headers) => {
+    const value = countryHeader === undefined ? undefined : headers[countryHeader];
+    return typeof value === 'string' && /^[A-Za-z]{2}$/.test(value) ? value.toUpperCase() : null;
+  };
   try {
     const created = await bootstrapDefaultAccount(store, now());
     if (created) {
@@ -69,28 +77,46 @@ export async function startServer(config: Config, options: StartOptions): Promis
     }
 
     // The proxy binds first: with port 0 its real port is needed for `proxy_base_url`.
-    proxy = tls
-      ? createHttpsServer({ key: tls.key, cert: tls.cert, minVersion: 'TLSv1.3' }, placeholderProxyHandler)
-      : createHttpServer(placeholderProxyHandler);
-    await listen(proxy, config.host, config.proxyPort);
-    publicProxyUrl =
-      config.publicProxyUrl ??
-      publicUrl(config.host, (proxy.address() as AddressInfo).port, config.insecureHttp);
+    proxy = createProxyServer(
+      {
+        store,
+        vault,
+        providers,
+        config,
+        requestLog,
+        onUnauthorized: () => undefined,
+        metrics: { observe: () => undefined },
+        countryOf,
+        logger,
+        now: () => now().getTime(),
+      },
+      { tls: tls ? { key: tls.key, cert: tls.cert } : undefined },
+    );
+    const proxyPortBound = await proxy.listen(config.host, config.proxyPort);
+    publicProxyUrl = config.publicProxyUrl ?? publicUrl(config.host, proxyPortBound, config.insecureHttp);
 
+    const proxyServer = proxy;
     api = await buildApiApp(
-      { store, vault, providers: new ProviderRegistry(config.providers), publicProxyUrl, now },
+      {
+        store,
+        vault,
+        providers,
+        publicProxyUrl,
+        now,
+        onCredentialsChanged: () => proxyServer.invalidateCredentials(),
+      },
       { logger, https: tls ? { key: tls.key, cert: tls.cert } : undefined, version: VERSION },
     );
     await api.listen({ host: config.host, port: config.apiPort });
   } catch (err) {
     await api?.close();
-    proxy?.close();
+    await proxy?.close(0);
     await store.close();
     throw err;
   }
 
   const apiPort = (api.server.address() as AddressInfo).port;
-  const proxyPort = (proxy.address() as AddressInfo).port;
+  const proxyPort = (proxy.server.address() as AddressInfo).port;
   const scheme = tls ? 'https' : 'http';
   const apiUrl = `${scheme}://${urlHost(config.host)}:${apiPort}`;
   const proxyUrl = `${scheme}://${urlHost(config.host)}:${proxyPort}`;
@@ -119,43 +145,25 @@ export async function startServer(config: Config, options: StartOptions): Promis
     store,
     close() {
       closing ??= (async () => {
-        const drained = Promise.all([apiServer.close(), closeServer(proxyServer)]);
+        const drained = Promise.all([apiServer.close(), proxyServer.close(config.drainTimeoutMs)]);
         const timer = setTimeout(() => {
           logger.warn(
             { drain_timeout_ms: config.drainTimeoutMs },
             'drain timeout reached; closing open connections',
           );
-          proxyServer.closeAllConnections();
           apiServer.server.closeAllConnections();
         }, config.drainTimeoutMs);
         try {
           await drained;
         } finally {
           clearTimeout(timer);
+          await requestLog.close();
           await store.close();
         }
       })();
       return closing;
     },
   };
-}
-
-function listen(server: HttpServer, host: string, port: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen({ host, port }, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-}
-
-function closeServer(server: HttpServer): Promise<void> {
-  return new Promise((resolve) => {
-    server.close(() => resolve());
-    // Idle keep-alive sockets would otherwise hold close() open until they time out.
-    server.closeIdleConnections();
-  });
 }
 
 function urlHost(host: string): string {

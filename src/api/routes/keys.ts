@@ -86,6 +86,7 @@ export function keyRoutes(app: ApiServer, deps: ApiDeps): void {
         rotatedAt: deps.now().toISOString(),
       });
       if (!key) throw keyNotFound();
+      deps.onCredentialsChanged?.();
       return keyView(key);
     },
   );
@@ -106,6 +107,7 @@ export function keyRoutes(app: ApiServer, deps: ApiDeps): void {
         ? await deps.store.keys.delete(request.account.id, id, deps.now().toISOString())
         : undefined;
       if (!result) throw keyNotFound();
+      deps.onCredentialsChanged?.();
       return keyView(result.key);
     },
   );

@@ -80,6 +80,7 @@ export function tokenRoutes(app: ApiServer, deps: ApiDeps): void {
         key,
         maxActiveTokens: PLANS[account.plan].activeTokens,
       });
+      deps.onCredentialsChanged?.();
       return reply.code(201).send({ ...tokenViewAt(token, now), sanitized_key: sanitized });
 
       function validateCreation(b: Static<typeof CreateTokenBody>) {
@@ -208,6 +209,7 @@ export function tokenRoutes(app: ApiServer, deps: ApiDeps): void {
         ? await deps.store.tokens.revoke(request.account.id, request.params.id, now.toISOString())
         : undefined;
       if (!result) throw tokenNotFound();
+      deps.onCredentialsChanged?.();
       return tokenViewAt(result.token, now);
     },
   );

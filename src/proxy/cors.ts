@@ -1,0 +1,91 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+/**
+ * CORS of the proxy (DESIGN §4). Browsers are the main callers: preflights carry no token, so they
+ * are answered here for any origin; the real request is then checked against the token's origins,
+ * and only an authorized answer (or our own error, see errors.ts) is readable by the page.
+ */
+
+const ALLOW_METHODS = 'GET, POST, PUT, PATCH, DELETE, OPTIONS';
+
+/** Used when a preflight lists no headers: what the OpenAI and Anthropic browser SDKs send. */
+const DEFAULT_ALLOW_HEADERS = [
+  'authorization',
+  'content-type',
+  'x-api-key',
+  'x-goog-api-key',
+  'anthropic-version',
+  'anthropic-beta',
+  'anthropic-dangerous-direct-browser-access',
+  'openai-organization',
+  'openai-project',
+  'x-stainless-arch',
+  'x-stainless-lang',
+  'x-stainless-os',
+  'x-stainless-package-version',
+  'x-stainless-retry-count',
+  'x-stainless-runtime',
+  'x-stainless-runtime-version',
+  'x-stainless-timeout',
+  'x-stainless-helper-method',
+].join(', ');
+
+/** Chromium caps preflight caching at 2 hours; longer values would only be cut. */
+const MAX_AGE = '7200';
+
+/**
+ * Response headers a page may read: rate limits (ours and the providers'), request ids. Providers'
+ * request-id headers are listed by name since `*` is not honoured by every browser in use.
+ */
+export const EXPOSE_HEADERS = [
+  'RateLimit-Limit',
+  'RateLimit-Remaining',
+  'RateLimit-Reset',
+  'Retry-After',
+  'x-tokenproxy-request-id',
+  'x-request-id',
+  'request-id',
+  'openai-processing-ms',
+  'openai-version',
+  'x-ratelimit-limit-requests',
+  'x-ratelimit-limit-tokens',
+  'x-ratelimit-remaining-requests',
+  'x-ratelimit-remaining-tokens',
+  'x-ratelimit-reset-requests',
+  'x-ratelimit-reset-tokens',
+  'anthropic-ratelimit-requests-limit',
+  'anthropic-ratelimit-requests-remaining',
+  'anthropic-ratelimit-requests-reset',
+  'anthropic-ratelimit-tokens-limit',
+  'anthropic-ratelimit-tokens-remaining',
+  'anthropic-ratelimit-tokens-reset',
+].join(', ');
+
+export function isPreflight(req: IncomingMessage): boolean {
+  return (
+    req.method === 'OPTIONS' &&
+    req.headers.origin !== undefined &&
+    req.headers['access-control-request-method'] !== undefined
+  );
+}
+
+/** 204 allowing the requesting origin, the methods, and the requested headers (echoed). */
+export function writePreflight(
+  res: ServerResponse,
+  origin: string,
+  requestHeaders: string | undefined,
+): void {
+  res.writeHead(204, [
+    'access-control-allow-origin',
+    origin,
+    'access-control-allow-methods',
+    ALLOW_METHODS,
+    'access-control-allow-headers',
+    requestHeaders === undefined || requestHeaders.trim() === '' ? DEFAULT_ALLOW_HEADERS : requestHeaders,
+    'access-control-max-age',
+    MAX_AGE,
+    'vary',
+    'Origin, Access-Control-Request-Method, Access-Control-Request-Headers',
+  ]);
+  res.end();
+}

@@ -1,0 +1,42 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Logger } from 'pino';
+import type { OnUnauthorized } from '../anomalies/record.js';
+import type { Config } from '../config/load.js';
+import type { ProxyMetrics } from '../observability/proxy-metrics.js';
+import type { ProviderRegistry } from '../providers/providers.js';
+import type { RequestLogSink } from '../requestlog/record.js';
+import type { Store } from '../store/store.js';
+import type { Vault } from '../vault/vault.js';
+
+/**
+ * Country code of the client for the request log, or null. Called once per request when its record
+ * is written (after the response), so it may consult a header or a local database but must not block.
+ */
+export type CountryOf = (headers: IncomingHttpHeaders, ip: string) => string | null;
+
+/** The configuration fields the proxy reads. */
+export type ProxyConfig = Pick<
+  Config,
+  | 'trustProxy'
+  | 'pop'
+  | 'providerCa'
+  | 'upstreamConnectTimeoutMs'
+  | 'upstreamHeadersTimeoutMs'
+  | 'upstreamBodyTimeoutMs'
+>;
+
+/** Everything the proxy needs from the rest of the server, passed in once at start. */
+export interface ProxyDeps {
+  readonly store: Store;
+  readonly vault: Vault;
+  readonly providers: ProviderRegistry;
+  readonly config: ProxyConfig;
+  readonly requestLog: RequestLogSink;
+  readonly onUnauthorized: OnUnauthorized;
+  readonly metrics: ProxyMetrics;
+  readonly countryOf: CountryOf;
+  /** For unexpected failures only (vault, store); never given headers, tokens, keys or bodies. */
+  readonly logger?: Logger | undefined;
+  /** Wall clock in ms; defaults to Date.now. Token expiry and record timestamps use it. */
+  readonly now?: (() => number) | undefined;
+}

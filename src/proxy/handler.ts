@@ -1,0 +1,405 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import type { Dispatcher } from 'undici';
+import { randomBase58 } from '../ids/base58.js';
+import { isSanitizedToken, secretDigest } from '../ids/formats.js';
+import { clientIp, compileIpMatcher, type IpMatcher } from '../rules/ip-match.js';
+import { requestOrigin } from '../rules/origin-match.js';
+import { EXPOSE_HEADERS, isPreflight, writePreflight } from './cors.js';
+import type { ProxyDeps } from './deps.js';
+import { writeProxyError, type ProxyErrorCode } from './errors.js';
+import { dropResponseHeader, responseHasBody, tokenFrom, upstreamHeaders } from './headers.js';
+import { redactText, StreamRedactor } from './redact.js';
+import { parseTarget, upstreamPath } from './route.js';
+import { TokenCache, type TokenEntry } from './token-cache.js';
+import { Upstreams, type Upstream } from './upstream.js';
+
+/**
+ * The proxy's request flow (specification §1, DESIGN §4), in order:
+ * route → token (format, lookup, revoked, expired, provider) → origin → IP → decrypt → forward.
+ * Everything up to the store lookup is synchronous, and a cached lookup keeps it so until the
+ * upstream dispatch. Each request is one `Exchange`, which is also undici's dispatch handler.
+ */
+
+/** Status recorded for a request whose client went away before any answer (nginx's convention). */
+export const CLIENT_CLOSED_STATUS = 499;
+
+const CLIENT_GONE = new Error('client closed the connection');
+
+export class ProxyHandler {
+  readonly deps: ProxyDeps;
+  readonly upstreams: Upstreams;
+  readonly tokens: TokenCache;
+  readonly trust: IpMatcher | null;
+  readonly now: () => number;
+  closing = false;
+
+  constructor(deps: ProxyDeps) {
+    this.deps = deps;
+    this.now = deps.now ?? Date.now;
+    this.upstreams = new Upstreams(deps.providers, deps.config);
+    this.tokens = new TokenCache((digest) => deps.store.tokens.findByDigest(digest), this.now);
+    this.trust = deps.config.trustProxy.length === 0 ? null : compileIpMatcher(deps.config.trustProxy);
+  }
+
+  /** Forgets cached token lookups: the next request reads the store (revoke, rotation, deletion). */
+  invalidateCredentials(): void {
+    this.tokens.clear();
+  }
+
+  readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
+    if (this.closing) res.shouldKeepAlive = false;
+    const ex = new Exchange(this, req, res);
+    const target = parseTarget(req.url ?? '');
+    const upstream = target === undefined ? undefined : this.upstreams.get(target.providerId);
+    if (target !== undefined) ex.path = target.path;
+    if (upstream === undefined || target === undefined) {
+      ex.watch();
+      ex.refuse('route_not_found');
+      return;
+    }
+    if (isPreflight(req)) {
+      // Preflights carry no token and reach no provider: answered here and not logged as requests.
+      writePreflight(res, req.headers.origin as string, req.headers['access-control-request-headers']);
+      return;
+    }
+    ex.upstream = upstream;
+    ex.suffix = target.suffix;
+    ex.watch();
+
+    const headers = req.headers;
+    const token = tokenFrom(
+      headers.authorization,
+      upstream.tokenHeader === undefined ? undefined : headers[upstream.tokenHeader],
+    );
+    if (token === null) return ex.refuse('missing_token');
+    if (!isSanitizedToken(token)) return ex.refuse('invalid_token');
+    let found: TokenEntry | null | Promise<TokenEntry | null>;
+    try {
+      found = this.tokens.get(secretDigest(token));
+    } catch (err) {
+      return ex.storeFailed(err);
+    }
+    if (found instanceof Promise) {
+      found.then(
+        (entry) => ex.checkToken(entry),
+        (err: unknown) => ex.storeFailed(err),
+      );
+    } else {
+      ex.checkToken(found);
+    }
+  };
+}
+
+class Exchange implements Dispatcher.DispatchHandler {
+  readonly #ctx: ProxyHandler;
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly requestId: string;
+  readonly #start: number;
+  readonly #wallStart: number;
+  readonly #originHeader: string | undefined;
+  readonly #origin: string | undefined;
+  readonly #ip: string;
+  path = '';
+  suffix = '';
+  upstream: Upstream | undefined;
+  #token: TokenEntry | null = null;
+  #authorized = false;
+  #forwarded = false;
+  #key: Buffer | null = null;
+  #keyText = '';
+  #redactor: StreamRedactor | null = null;
+  #controller: Dispatcher.DispatchController | null = null;
+  #clientGone = false;
+  #upstreamDone = false;
+  #drainHooked = false;
+  #addedMs = 0;
+  #sentAt = 0;
+  #upstreamMs: number | null = null;
+  #country: string | null | undefined;
+
+  constructor(ctx: ProxyHandler, req: IncomingMessage, res: ServerResponse) {
+    this.#start = performance.now();
+    this.#ctx = ctx;
+    this.req = req;
+    this.res = res;
+    this.#wallStart = ctx.now();
+    this.requestId = `req_${randomBase58(22)}`;
+    const headers = req.headers;
+    const origin = headers.origin;
+    this.#originHeader = origin === undefined || origin === '' ? undefined : origin;
+    this.#origin = requestOrigin(origin, headers.referer);
+    const xff = headers['x-forwarded-for'];
+    this.#ip = clientIp(
+      req.socket.remoteAddress ?? '',
+      typeof xff === 'string' ? xff : xff?.join(','),
+      ctx.trust,
+    );
+  }
+
+  /** From here on the request is logged exactly once, when its response is over (or aborted). */
+  watch(): void {
+    this.res.once('close', this.#onClose);
+  }
+
+  refuse(code: ProxyErrorCode): void {
+    writeProxyError(this.res, code, this.requestId, this.#originHeader);
+    this.#addedMs = performance.now() - this.#start;
+  }
+
+  storeFailed(err: unknown): void {
+    this.#ctx.deps.logger?.error({ err: errorSummary(err) }, 'token lookup failed');
+    if (!this.#clientGone) this.refuse('store_unavailable');
+  }
+
+  checkToken(entry: TokenEntry | null): void {
+    if (this.#clientGone) return;
+    if (entry === null) return this.refuse('invalid_token');
+    this.#token = entry;
+    const token = entry.token;
+    if (token.status === 'revoked' || entry.ciphertext === null) return this.refuse('token_revoked');
+    if (token.status === 'expired' || entry.expiresAtMs <= this.#ctx.now())
+      return this.refuse('token_expired');
+    const upstream = this.upstream as Upstream;
+    if (token.provider !== upstream.id) return this.refuse('provider_mismatch');
+    if (!entry.origins.matches(this.#origin)) return this.#unauthorized('origin_not_allowed');
+    if (entry.ips !== null && !entry.ips.matches(this.#ip)) return this.#unauthorized('ip_not_allowed');
+    this.#authorized = true;
+    this.#forward(upstream, token.keyId, token.accountId, entry.ciphertext);
+  }
+
+  #unauthorized(reason: 'origin_not_allowed' | 'ip_not_allowed'): void {
+    this.refuse(reason);
+    const token = (this.#token as TokenEntry).token;
+    try {
+      this.#ctx.deps.onUnauthorized({
+        requestId: this.requestId,
+        timestamp: new Date(this.#wallStart).toISOString(),
+        accountId: token.accountId,
+        tokenId: token.id,
+        origin: this.#origin ?? null,
+        ip: this.#ip,
+        country: this.#countryOf(),
+        path: this.path,
+        reason,
+      });
+    } catch (err) {
+      this.#ctx.deps.logger?.error({ err: errorSummary(err) }, 'unauthorized-attempt handler failed');
+    }
+  }
+
+  #forward(upstream: Upstream, keyId: string, accountId: string, ciphertext: Buffer): void {
+    let key: Buffer;
+    try {
+      key = this.#ctx.deps.vault.decrypt(ciphertext, { keyId, accountId });
+    } catch (err) {
+      this.#ctx.deps.logger?.error({ err: errorSummary(err), key_id: keyId }, 'cannot decrypt provider key');
+      return this.refuse('internal_error');
+    }
+    this.#key = key;
+    if (key.length === 0) {
+      this.#zeroKey();
+      return this.refuse('internal_error');
+    }
+    // Header values are strings, and JS strings cannot be wiped: this copy lives until the GC takes
+    // it. The Buffer, which is what the vault hands out, is zeroed as soon as the request is over.
+    this.#keyText = key.toString('latin1');
+    this.#redactor = new StreamRedactor(key);
+    const req = this.req;
+    const headers = upstreamHeaders(
+      req.rawHeaders,
+      req.headers.connection,
+      upstream.authHeader,
+      upstream.bearer ? `Bearer ${this.#keyText}` : this.#keyText,
+    );
+    const method = req.method ?? 'GET';
+    const length = req.headers['content-length'];
+    const hasBody =
+      req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+    this.#forwarded = true;
+    this.#sentAt = performance.now();
+    this.#addedMs = this.#sentAt - this.#start;
+    upstream.pool.dispatch(
+      { path: upstreamPath(upstream.basePath, this.suffix), method, headers, body: hasBody ? req : null },
+      this,
+    );
+  }
+
+  // ---- undici dispatch handler -------------------------------------------------------------
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    if (this.#clientGone) controller.abort(CLIENT_GONE);
+  }
+
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    status: number,
+    upstreamHeaders: Record<string, string | string[] | undefined>,
+  ): void {
+    if (status < 200) return; // 1xx interim answers are not relayed
+    const arrived = performance.now();
+    this.#upstreamMs = arrived - this.#sentAt;
+    const res = this.res;
+    if (this.#clientGone || res.destroyed) {
+      controller.abort(CLIENT_GONE);
+      return;
+    }
+    const hasBody = responseHasBody(this.req.method ?? 'GET', status);
+    const key = this.#keyText;
+    const origin = this.#originHeader;
+    const out: string[] = [];
+    let vary = false;
+    let streaming = true;
+    for (const name in upstreamHeaders) {
+      const value = upstreamHeaders[name];
+      if (value === undefined) continue;
+      if (name === 'content-length') streaming = false;
+      if (dropResponseHeader(name, hasBody)) continue;
+      if (typeof value === 'string') {
+        if (name === 'vary' && origin !== undefined) {
+          vary = true;
+          out.push(name, `${value}, Origin`);
+        } else {
+          out.push(name, redactText(value, key));
+        }
+      } else {
+        for (const item of value) out.push(name, redactText(item, key));
+      }
+    }
+    out.push('x-tokenproxy-request-id', this.requestId);
+    if (origin !== undefined) {
+      out.push('access-control-allow-origin', origin, 'access-control-expose-headers', EXPOSE_HEADERS);
+      if (!vary) out.push('vary', 'Origin');
+    }
+    res.writeHead(status, out);
+    // A stream's first bytes may be a while coming: let the client see the status now.
+    if (streaming && hasBody) res.flushHeaders();
+    this.#addedMs += performance.now() - arrived;
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    const res = this.res;
+    if (this.#clientGone || res.destroyed) return;
+    const out = (this.#redactor as StreamRedactor).write(chunk);
+    if (out.length === 0) return;
+    if (!res.write(out)) {
+      controller.pause();
+      if (!this.#drainHooked) {
+        this.#drainHooked = true;
+        res.on('drain', this.#onDrain);
+      }
+    }
+  }
+
+  onResponseEnd(): void {
+    const tail = (this.#redactor as StreamRedactor).flush();
+    this.#upstreamFinished();
+    if (this.#clientGone || this.res.destroyed) return;
+    if (tail.length > 0) this.res.end(tail);
+    else this.res.end();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController | undefined, err: Error): void {
+    this.#upstreamFinished();
+    const res = this.res;
+    if (this.#clientGone || res.destroyed) return;
+    if (res.headersSent) {
+      // The provider broke off mid-answer: end the client's response as broken too, never hang it.
+      res.destroy();
+      return;
+    }
+    const failedAt = performance.now();
+    const code = upstreamErrorCode(err);
+    if (code === 'internal_error') {
+      this.#ctx.deps.logger?.error({ err: errorSummary(err) }, 'upstream request failed');
+    }
+    writeProxyError(res, code, this.requestId, this.#originHeader);
+    this.#addedMs += performance.now() - failedAt;
+  }
+
+  // ---- end of the exchange -----------------------------------------------------------------
+
+  readonly #onDrain = (): void => {
+    this.#controller?.resume();
+  };
+
+  readonly #onClose = (): void => {
+    if (!this.res.writableFinished) {
+      this.#clientGone = true;
+      if (this.#forwarded && !this.#upstreamDone) this.#controller?.abort(CLIENT_GONE);
+    }
+    this.#zeroKey();
+    this.#record();
+  };
+
+  #upstreamFinished(): void {
+    this.#upstreamDone = true;
+    this.#zeroKey();
+  }
+
+  #zeroKey(): void {
+    if (this.#key !== null) {
+      this.#key.fill(0);
+      this.#key = null;
+    }
+  }
+
+  #countryOf(): string | null {
+    if (this.#country === undefined) {
+      try {
+        this.#country = this.#ctx.deps.countryOf(this.req.headers, this.#ip);
+      } catch {
+        this.#country = null;
+      }
+    }
+    return this.#country;
+  }
+
+  #record(): void {
+    const res = this.res;
+    const deps = this.#ctx.deps;
+    const status = res.headersSent ? res.statusCode : CLIENT_CLOSED_STATUS;
+    const token = this.#token?.token;
+    const provider = this.upstream?.id ?? null;
+    try {
+      deps.requestLog.write({
+        requestId: this.requestId,
+        timestamp: new Date(this.#wallStart).toISOString(),
+        accountId: token?.accountId ?? null,
+        tokenId: token?.id ?? null,
+        provider,
+        origin: this.#origin ?? null,
+        ip: this.#ip,
+        country: this.#countryOf(),
+        pop: deps.config.pop,
+        path: this.path,
+        status,
+        authorized: this.#authorized,
+        latencyMs: Math.round(this.#addedMs),
+        forwarded: this.#forwarded,
+      });
+      deps.metrics.observe(provider ?? 'unknown', status, this.#addedMs, this.#upstreamMs);
+    } catch (err) {
+      deps.logger?.error({ err: errorSummary(err) }, 'request log or metrics failed');
+    }
+  }
+}
+
+/** undici's error codes → our answer. Connect failures and early closes are 502, a silent provider 504. */
+function upstreamErrorCode(err: Error): ProxyErrorCode {
+  const code = (err as { code?: unknown }).code;
+  if (code === 'UND_ERR_HEADERS_TIMEOUT') return 'upstream_timeout';
+  if (code === 'UND_ERR_INVALID_ARG' || code === 'UND_ERR_NOT_SUPPORTED') return 'internal_error';
+  return 'upstream_unreachable';
+}
+
+/** Name and code only: messages of lower layers could, in principle, quote what they were given. */
+function errorSummary(err: unknown): { name: string; code?: string } {
+  if (err instanceof Error) {
+    const code = (err as { code?: unknown }).code;
+    return typeof code === 'string' ? { name: err.name, code } : { name: err.name };
+  }
+  return { name: typeof err };
+}

@@ -1,0 +1,85 @@
+import { readFileSync } from 'node:fs';
+import { rootCertificates } from 'node:tls';
+import { Pool } from 'undici';
+import type { Provider, ProviderRegistry } from '../providers/providers.js';
+import type { ProxyConfig } from './deps.js';
+
+/** A provider prepared for the hot path: its pool, base path and how the real key is presented. */
+export interface Upstream {
+  readonly id: string;
+  readonly pool: Pool;
+  /** Path of the provider's base_url without a trailing slash ('' for none). */
+  readonly basePath: string;
+  /** Lower-case header that carries the real key upstream. */
+  readonly authHeader: string;
+  readonly bearer: boolean;
+  /**
+   * The provider's own key header, read as the caller's token too (DESIGN §10); undefined for bearer
+   * providers, which accept the token in `Authorization` only.
+   */
+  readonly tokenHeader: string | undefined;
+}
+
+/**
+ * One keep-alive pool per provider origin, created once. Each pool is bound to its origin, so a
+ * request can only ever go where its provider's base_url points: nothing in a request chooses a host.
+ */
+export class Upstreams {
+  readonly #byId = new Map<string, Upstream>();
+  readonly #pools = new Map<string, Pool>();
+
+  constructor(providers: ProviderRegistry, config: ProxyConfig) {
+    const ca =
+      config.providerCa === undefined
+        ? undefined
+        : [...rootCertificates, readFileSync(config.providerCa, 'utf8')];
+    for (const provider of providers.list()) {
+      const url = new URL(provider.baseUrl);
+      // The config loader already refuses other schemes; this keeps a programmatic registry honest too.
+      if (url.protocol !== 'https:') throw new Error(`provider "${provider.id}": upstream must be https://`);
+      let pool = this.#pools.get(url.origin);
+      if (pool === undefined) {
+        pool = new Pool(url.origin, {
+          connect: { ...(ca === undefined ? {} : { ca }), timeout: config.upstreamConnectTimeoutMs },
+          headersTimeout: config.upstreamHeadersTimeoutMs,
+          bodyTimeout: config.upstreamBodyTimeoutMs,
+          keepAliveTimeout: 30_000,
+          keepAliveMaxTimeout: 600_000,
+        });
+        this.#pools.set(url.origin, pool);
+      }
+      this.#byId.set(provider.id, prepared(provider, pool, url.pathname));
+    }
+  }
+
+  get(id: string): Upstream | undefined {
+    return this.#byId.get(id);
+  }
+
+  /** Waits for in-flight upstream requests; after `graceMs`, aborts whatever is left. */
+  async close(graceMs: number): Promise<void> {
+    const pools = [...this.#pools.values()];
+    let timer: NodeJS.Timeout | undefined;
+    const forced = new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        void Promise.allSettled(pools.map((p) => p.destroy())).then(() => resolve());
+      }, graceMs);
+    });
+    await Promise.race([Promise.allSettled(pools.map((p) => p.close())), forced]);
+    clearTimeout(timer);
+  }
+}
+
+function prepared(provider: Provider, pool: Pool, pathname: string): Upstream {
+  const basePath = pathname.endsWith('/') ? pathname.slice(0, -1) : pathname;
+  const bearer = provider.auth.kind === 'bearer';
+  const authHeader = provider.auth.kind === 'bearer' ? 'authorization' : provider.auth.header;
+  return {
+    id: provider.id,
+    pool,
+    basePath,
+    authHeader,
+    bearer,
+    tokenHeader: bearer ? undefined : authHeader,
+  };
+}

@@ -1,0 +1,296 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Agent, request, type Dispatcher } from 'undici';
+import { createAccount } from '../../src/accounts/create-account.js';
+import type { UnauthorizedAttempt } from '../../src/anomalies/record.js';
+import { buildApiApp } from '../../src/api/app.js';
+import type { ApiServer } from '../../src/api/context.js';
+import { createLogger } from '../../src/observability/logger.js';
+import type { ProxyConfig } from '../../src/proxy/deps.js';
+import { createProxyServer, type ProxyServer } from '../../src/proxy/server.js';
+import { ProviderRegistry, type Provider } from '../../src/providers/providers.js';
+import type { RequestLogRecord, RequestLogSink } from '../../src/requestlog/record.js';
+import { generateSelfSigned } from '../../src/tls/self-signed.js';
+import { createLocalVault } from '../../src/vault/local-kek.js';
+import type { Vault } from '../../src/vault/vault.js';
+import type { DatabaseFixture, OpenedDatabase } from '../support/databases.js';
+import { startMockProvider, type MockProvider } from '../support/mock-provider.js';
+
+/**
+ * A real proxy on 127.0.0.1 (self-signed TLS 1.3), a real store, a real vault, the management API
+ * (in-process, `inject`) wired to invalidate the proxy's token cache, and the HTTPS mock provider
+ * standing in for `openai` and `anthropic`. Everything the proxy hands out is collected.
+ */
+export interface ProxyHarness {
+  readonly mock: MockProvider;
+  readonly db: OpenedDatabase;
+  readonly api: ApiServer;
+  readonly proxy: ProxyServer;
+  /** `https://localhost:<port>` */
+  readonly url: string;
+  readonly port: number;
+  /** PEM of the proxy's certificate, for clients. */
+  readonly ca: string;
+  /** Trusts the proxy's certificate. */
+  readonly dispatcher: Agent;
+  readonly records: RequestLogRecord[];
+  readonly unauthorized: UnauthorizedAttempt[];
+  /** Every pino line the proxy and the API wrote. */
+  readonly logLines: string[];
+  /** Every Buffer the vault's decrypt returned, in order. */
+  readonly decrypted: Buffer[];
+  readonly apiKey: string;
+  readonly accountId: string;
+  apiCall(method: string, url: string, body?: unknown): Promise<{ status: number; body: unknown }>;
+  /** Creates a token through the API; returns the sanitized token and its id. */
+  createToken(options: TokenOptions): Promise<{ token: string; tokenId: string; keyId: string }>;
+  /** Sends one request to the proxy and reads the whole answer. */
+  send(path: string, options?: SendOptions): Promise<ProxyResponse>;
+  /** Waits until `count` records were written. */
+  waitForRecords(count: number): Promise<RequestLogRecord[]>;
+  /** Waits for the record of the request with this id (the `x-tokenproxy-request-id` header). */
+  recordOf(requestId: unknown): Promise<RequestLogRecord>;
+  /** Waits for the first record matching `predicate`. */
+  waitForRecord(predicate: (r: RequestLogRecord) => boolean): Promise<RequestLogRecord>;
+  close(): Promise<void>;
+}
+
+export interface TokenOptions {
+  readonly provider?: string;
+  readonly realKey?: string;
+  readonly keyId?: string;
+  readonly allowedHosts?: string[];
+  readonly allowedIps?: string[];
+  readonly expiresAt?: string;
+}
+
+export interface SendOptions {
+  readonly method?: Dispatcher.HttpMethod;
+  readonly headers?: Record<string, string | string[]>;
+  readonly body?: string | Buffer;
+}
+
+export interface ProxyResponse {
+  readonly status: number;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly text: string;
+  /** The parsed JSON body, or `{}` when the body is not JSON. */
+  readonly json: ProxyJson;
+}
+
+export interface ProxyJson {
+  readonly error?: { type: string; code: string; message: string; request_id: string };
+  readonly [field: string]: unknown;
+}
+
+export const APP_ORIGIN = 'https://app.example.com';
+
+export interface HarnessOptions {
+  readonly config?: Partial<ProxyConfig>;
+  /** Extra providers (replacing built-ins by id); openai/anthropic point at the mock unless given. */
+  readonly providers?: (mockUrl: string) => Provider[];
+  readonly now?: () => number;
+  /** More CA certificates (PEM) the proxy trusts upstream, besides the mock's. */
+  readonly extraCaPem?: string;
+}
+
+export async function startProxyHarness(
+  fixture: DatabaseFixture,
+  options: HarnessOptions = {},
+): Promise<ProxyHarness> {
+  const mock = await startMockProvider({ gapMs: 60 });
+  const db = await fixture.create();
+  const tmp = await mkdtemp(path.join(os.tmpdir(), 'tokenproxy-proxy-'));
+  const caFile = path.join(tmp, 'provider-ca.pem');
+  await writeFile(caFile, `${mock.caCertPem}\n${options.extraCaPem ?? ''}`);
+
+  const realVault = createLocalVault(randomBytes(32));
+  const decrypted: Buffer[] = [];
+  const vault: Vault = {
+    kekId: realVault.kekId,
+    encrypt: (plaintext, binding) => realVault.encrypt(plaintext, binding),
+    decrypt(envelope, binding) {
+      const out = realVault.decrypt(envelope, binding);
+      decrypted.push(out);
+      return out;
+    },
+  };
+
+  const logLines: string[] = [];
+  const logger = createLogger('debug', { write: (line: string) => void logLines.push(line) });
+  const records: RequestLogRecord[] = [];
+  const waiters = new Set<() => void>();
+  const requestLog: RequestLogSink = {
+    write(record) {
+      records.push(record);
+      for (const wake of [...waiters]) wake();
+    },
+    flush: () => Promise.resolve(),
+    close: () => Promise.resolve(),
+  };
+  const unauthorized: UnauthorizedAttempt[] = [];
+
+  const providers = new ProviderRegistry([
+    { id: 'openai', baseUrl: mock.url, auth: { kind: 'bearer' }, builtin: false },
+    { id: 'anthropic', baseUrl: mock.url, auth: { kind: 'header', header: 'x-api-key' }, builtin: false },
+    ...(options.providers?.(mock.url) ?? []),
+  ]);
+
+  const config: ProxyConfig = {
+    trustProxy: [],
+    pop: 'test-pop',
+    providerCa: caFile,
+    upstreamConnectTimeoutMs: 2000,
+    upstreamHeadersTimeoutMs: 5000,
+    upstreamBodyTimeoutMs: 5000,
+    ...options.config,
+  };
+  const tls = await generateSelfSigned();
+  const proxyRef: { current?: ProxyServer } = {};
+  const api = await buildApiApp(
+    {
+      store: db.store,
+      vault,
+      providers,
+      publicProxyUrl: 'https://localhost:8444',
+      now: () => new Date(options.now?.() ?? Date.now()),
+      onCredentialsChanged: () => proxyRef.current?.invalidateCredentials(),
+    },
+    { logger, version: 'test' },
+  );
+  await api.ready();
+  const proxy = createProxyServer(
+    {
+      store: db.store,
+      vault,
+      providers,
+      config,
+      requestLog,
+      onUnauthorized: (attempt) => void unauthorized.push(attempt),
+      metrics: { observe: () => undefined },
+      countryOf: (headers) => (typeof headers['cf-ipcountry'] === 'string' ? headers['cf-ipcountry'] : null),
+      logger,
+      now: options.now,
+    },
+    { tls: { key: tls.keyPem, cert: tls.certPem } },
+  );
+  proxyRef.current = proxy;
+  const port = await proxy.listen('127.0.0.1', 0);
+  const url = `https://localhost:${port}`;
+  const dispatcher = new Agent({ connect: { ca: tls.certPem } });
+  const own = await createAccount(db.store, 'proxy-tests', 'unlimited', new Date());
+
+  async function apiCall(method: string, url: string, body?: unknown) {
+    const res = await api.inject({
+      method: method as 'GET',
+      url,
+      headers: {
+        authorization: `Bearer ${own.apiKey}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
+    });
+    return { status: res.statusCode, body: JSON.parse(res.body) as unknown };
+  }
+
+  function waitForRecord(predicate: (r: RequestLogRecord) => boolean): Promise<RequestLogRecord> {
+    return new Promise((resolve, reject) => {
+      const check = (): void => {
+        const found = records.find(predicate);
+        if (found === undefined) return;
+        clearTimeout(timer);
+        waiters.delete(check);
+        resolve(found);
+      };
+      const timer = setTimeout(() => {
+        waiters.delete(check);
+        reject(new Error('waited for a matching request-log record'));
+      }, 5000);
+      waiters.add(check);
+      check();
+    });
+  }
+
+  return {
+    mock,
+    db,
+    api,
+    proxy,
+    url,
+    port,
+    ca: tls.certPem,
+    dispatcher,
+    records,
+    unauthorized,
+    logLines,
+    decrypted,
+    apiKey: own.apiKey,
+    accountId: own.account.id,
+    apiCall,
+    async createToken(o) {
+      const res = await apiCall('POST', '/v1/tokens', {
+        name: 'test token',
+        provider: o.provider ?? 'openai',
+        allowed_hosts: o.allowedHosts ?? ['app.example.com'],
+        ...(o.keyId === undefined ? { real_key: o.realKey ?? 'sk-test-default-real-key-0000000000' } : {}),
+        ...(o.keyId === undefined ? {} : { key_id: o.keyId }),
+        ...(o.allowedIps === undefined ? {} : { allowed_ips: o.allowedIps }),
+        ...(o.expiresAt === undefined ? {} : { expires_at: o.expiresAt }),
+      });
+      if (res.status !== 201) throw new Error(`token creation failed: ${JSON.stringify(res.body)}`);
+      const body = res.body as { sanitized_key: string; token_id: string; real_key_ref: string };
+      return { token: body.sanitized_key, tokenId: body.token_id, keyId: body.real_key_ref };
+    },
+    async send(p, o = {}) {
+      const res = await request(`${url}${p}`, {
+        dispatcher,
+        method: o.method ?? 'GET',
+        headers: o.headers,
+        body: o.body,
+      });
+      const text = await res.body.text();
+      let json: ProxyJson = {};
+      try {
+        json = JSON.parse(text) as ProxyJson;
+      } catch {
+        // not JSON: leave {}
+      }
+      return { status: res.statusCode, headers: res.headers, text, json };
+    },
+    recordOf(requestId) {
+      return waitForRecord((r) => r.requestId === requestId);
+    },
+    waitForRecord,
+    waitForRecords(count) {
+      return new Promise((resolve, reject) => {
+        const check = (): void => {
+          if (records.length < count) return;
+          clearTimeout(timer);
+          waiters.delete(check);
+          resolve(records.slice());
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          reject(new Error(`waited for ${count} request-log records, got ${records.length}`));
+        }, 5000);
+        waiters.add(check);
+        check();
+      });
+    },
+    async close() {
+      await proxy.close(500);
+      await dispatcher.close();
+      await api.close();
+      await mock.close();
+      await db.cleanup();
+      await rm(tmp, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Headers a browser app at APP_ORIGIN sends with a token. */
+export function bearer(token: string, origin: string = APP_ORIGIN): Record<string, string> {
+  return { authorization: `Bearer ${token}`, origin };
+}
