@@ -2,14 +2,18 @@ import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Server as HttpsServer } from 'node:https';
 import Fastify, { LogController, type FastifyBaseLogger } from 'fastify';
+import type { Registry } from 'prom-client';
 import { TokenProxyError } from '../errors/tokenproxy-error.js';
 import { randomBase58 } from '../ids/base58.js';
 import { isApiKey, secretDigest } from '../ids/formats.js';
 import type { ApiDeps, ApiServer } from './context.js';
 import { sendError, toTokenProxyError } from './error-handler.js';
 import { accountRoutes } from './routes/account.js';
+import { anomalyRoutes } from './routes/anomalies.js';
 import { healthRoutes } from './routes/health.js';
 import { keyRoutes } from './routes/keys.js';
+import { logRoutes } from './routes/logs.js';
+import { metricsRoutes } from './routes/metrics.js';
 import { providerRoutes } from './routes/providers.js';
 import { tokenRoutes } from './routes/tokens.js';
 
@@ -18,6 +22,8 @@ export interface ApiAppOptions {
   /** TLS options for the management listener; omitted for plain HTTP (and for `inject` tests). */
   readonly https?: { readonly key: string; readonly cert: string } | undefined;
   readonly version: string;
+  /** Served at GET /metrics (no API key, like /healthz); no route when omitted. */
+  readonly metricsRegistry?: Registry | undefined;
 }
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -110,6 +116,7 @@ export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promis
   });
 
   healthRoutes(app, deps);
+  if (options.metricsRegistry !== undefined) metricsRoutes(app, options.metricsRegistry);
 
   await app.register(
     (v1, _opts, done) => {
@@ -124,6 +131,8 @@ export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promis
       keyRoutes(api, deps);
       accountRoutes(api, deps);
       providerRoutes(api, deps);
+      logRoutes(api, deps);
+      anomalyRoutes(api, deps);
       done();
     },
     { prefix: '/v1' },

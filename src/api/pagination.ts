@@ -1,5 +1,5 @@
 import { TokenProxyError } from '../errors/tokenproxy-error.js';
-import type { Page, PageQuery } from '../store/records.js';
+import type { Page, PageAfter, PageQuery } from '../store/records.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 
 const DEFAULT_LIMIT = 20;
@@ -33,15 +33,30 @@ export function pageQuery(query: { limit?: string | undefined; cursor?: string |
   return { limit, after };
 }
 
-export function listBody<R extends { readonly id: string; readonly createdAt: string }, V>(
+export interface ListBody<V> {
+  object: 'list';
+  data: V[];
+  has_more: boolean;
+  next_cursor: string | null;
+}
+
+/** The list shape of DESIGN §5. Records without `createdAt` say where they sit with `position`. */
+export function listBody<R extends PageAfter, V>(page: Page<R>, view: (record: R) => V): ListBody<V>;
+export function listBody<R, V>(
   page: Page<R>,
   view: (record: R) => V,
-): { object: 'list'; data: V[]; has_more: boolean; next_cursor: string | null } {
+  position: (record: R) => PageAfter,
+): ListBody<V>;
+export function listBody<R, V>(
+  page: Page<R>,
+  view: (record: R) => V,
+  position: (record: R) => PageAfter = (record) => record as PageAfter,
+): ListBody<V> {
   const last = page.items.at(-1);
   return {
     object: 'list',
     data: page.items.map(view),
     has_more: page.hasMore,
-    next_cursor: page.hasMore && last ? encodeCursor({ createdAt: last.createdAt, id: last.id }) : null,
+    next_cursor: page.hasMore && last !== undefined ? encodeCursor(position(last)) : null,
   };
 }

@@ -84,6 +84,34 @@ export const ProviderObject = Type.Object({
   proxy_base_url: Type.String(),
 });
 
+const NullableString = Type.Union([Type.String(), Type.Null()]);
+
+export const RequestLogObject = Type.Object({
+  request_id: Type.String({ description: 'also sent to the caller as the x-request-id header' }),
+  timestamp: Timestamp,
+  token_id: Type.Union([Type.String(), Type.Null()], { description: 'null when no token matched' }),
+  origin: NullableString,
+  ip: Type.String(),
+  country: Type.Union([Type.String(), Type.Null()], { description: 'ISO 3166 alpha-2 code, or null' }),
+  pop: Type.String({ description: 'the tokenproxy instance (`pop` setting) that served the request' }),
+  path: Type.String({ description: 'path as received, with the /<provider> prefix, without the query' }),
+  status: Type.Integer(),
+  authorized: Type.Boolean({ description: 'whether the origin (and IP) check passed' }),
+  latency_ms: Type.Integer({ description: "time the proxy added, excluding the provider's" }),
+});
+
+export const AnomalyObject = Type.Object({
+  anomaly_id: Type.String(),
+  timestamp: Timestamp,
+  token_id: Type.String(),
+  origin: NullableString,
+  ip: Type.String(),
+  country: NullableString,
+  path: Type.String(),
+  reason: Type.String({ description: 'origin_not_allowed, ip_not_allowed or ip_backoff for breaches' }),
+  kind: Type.String({ description: '"breach" for unauthorized requests' }),
+});
+
 export function listOf<T extends TSchema>(item: T) {
   return Type.Object({
     object: Type.Literal('list'),

@@ -5,10 +5,11 @@ import { formatProviderAuth } from '../providers/providers.js';
 import {
   tokenStatusAt,
   type AccountRecord,
+  type AnomalyEntry,
   type ProviderKeyRecord,
   type TokenRecord,
 } from '../store/records.js';
-import type { AccountObject, KeyObject, ProviderObject, TokenObject } from './schemas.js';
+import type { AccountObject, AnomalyObject, KeyObject, ProviderObject, TokenObject } from './schemas.js';
 
 /** Store records → the snake_case JSON objects of DESIGN §5. Nothing secret is ever copied out. */
 
@@ -76,5 +77,21 @@ export function providerView(provider: Provider, proxyUrl: string): Static<typeo
     auth: formatProviderAuth(provider.auth),
     builtin: provider.builtin,
     proxy_base_url: `${proxyUrl}/${provider.id}`,
+  };
+}
+
+export { requestLogJson as requestLogView } from '../requestlog/json.js';
+
+export function anomalyView(entry: AnomalyEntry): Static<typeof AnomalyObject> {
+  return {
+    anomaly_id: entry.id,
+    timestamp: entry.timestamp,
+    token_id: entry.tokenId,
+    origin: entry.origin,
+    ip: entry.ip,
+    country: entry.country,
+    path: entry.path,
+    reason: entry.reason,
+    kind: entry.kind,
   };
 }

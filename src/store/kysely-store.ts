@@ -3,6 +3,7 @@ import type { DialectName, DialectSupport } from './dialect.js';
 import { StoreUnavailableError } from './errors.js';
 import { KyselyAccountRepo } from './kysely/accounts.js';
 import { KyselyKeyRepo } from './kysely/keys.js';
+import { KyselyAnomalyRepo, KyselyRequestLogRepo } from './kysely/logs.js';
 import { KyselyTokenRepo } from './kysely/tokens.js';
 import { migrateToLatest } from './migrate.js';
 import type { Database } from './schema.js';
@@ -14,6 +15,8 @@ export class KyselyStore implements Store {
   readonly accounts: KyselyAccountRepo;
   readonly keys: KyselyKeyRepo;
   readonly tokens: KyselyTokenRepo;
+  readonly requestLogs: KyselyRequestLogRepo;
+  readonly anomalies: KyselyAnomalyRepo;
   private closing: Promise<void> | undefined;
 
   constructor(
@@ -25,6 +28,8 @@ export class KyselyStore implements Store {
     this.accounts = new KyselyAccountRepo(ctx);
     this.keys = new KyselyKeyRepo(ctx);
     this.tokens = new KyselyTokenRepo(ctx);
+    this.requestLogs = new KyselyRequestLogRepo(ctx);
+    this.anomalies = new KyselyAnomalyRepo(ctx);
   }
 
   async ping(): Promise<void> {

@@ -84,3 +84,42 @@ export function tokenStatusAt(token: TokenRecord, now: string): TokenStatus {
   }
   return token.status;
 }
+
+/** A stored request-log record (specification §2.5); `id` is the request id. */
+export interface RequestLogEntry {
+  readonly id: string;
+  readonly timestamp: string;
+  readonly accountId: string | null;
+  readonly tokenId: string | null;
+  readonly provider: string | null;
+  readonly origin: string | null;
+  readonly ip: string;
+  readonly country: string | null;
+  readonly pop: string;
+  readonly path: string;
+  readonly status: number;
+  readonly authorized: boolean;
+  readonly latencyMs: number;
+}
+
+/** An anomaly-log entry of a known token. `id` is the request id for breaches. */
+export interface AnomalyEntry {
+  readonly id: string;
+  readonly accountId: string;
+  readonly tokenId: string;
+  readonly timestamp: string;
+  readonly origin: string | null;
+  readonly ip: string;
+  readonly country: string | null;
+  readonly path: string;
+  readonly reason: string;
+  /** `breach` for unauthorized requests; later kinds such as `rate_spike` share the table. */
+  readonly kind: string;
+  /** Kind-specific JSON (a rate spike's numbers); null for breaches. */
+  readonly details: unknown;
+}
+
+/** Where a timestamped list item sits for keyset pagination (its cursor). */
+export function timestampPosition(entry: { readonly timestamp: string; readonly id: string }): PageAfter {
+  return { createdAt: entry.timestamp, id: entry.id };
+}

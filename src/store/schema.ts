@@ -63,16 +63,52 @@ export interface UsageTable {
   requests: number;
 }
 
+export interface RequestLogsTable {
+  id: string;
+  account_id: string | null;
+  token_id: string | null;
+  provider: string | null;
+  timestamp: string;
+  origin: string | null;
+  ip: string;
+  country: string | null;
+  pop: string;
+  path: string;
+  status: number;
+  /** 0 or 1 in both dialects. */
+  authorized: number;
+  latency_ms: number;
+}
+
+export interface AnomaliesTable {
+  id: string;
+  account_id: string;
+  token_id: string;
+  timestamp: string;
+  origin: string | null;
+  ip: string;
+  country: string | null;
+  path: string;
+  reason: string;
+  kind: Generated<string>;
+  /** JSON text or null. */
+  details: string | null;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
   provider_keys: ProviderKeysTable;
   tokens: TokensTable;
   usage: UsageTable;
+  request_logs: RequestLogsTable;
+  anomalies: AnomaliesTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;
 export type ProviderKeyRow = Selectable<ProviderKeysTable>;
 export type TokenRow = Selectable<TokensTable>;
 export type NewTokenRow = Insertable<TokensTable>;
+export type RequestLogRow = Selectable<RequestLogsTable>;
+export type AnomalyRow = Selectable<AnomaliesTable>;
 export type NewProviderKeyRow = Insertable<ProviderKeysTable>;

@@ -1,10 +1,12 @@
 import type {
   AccountRecord,
+  AnomalyEntry,
   Page,
   PageQuery,
   PlanName,
   ProviderKeyRecord,
   RateLimit,
+  RequestLogEntry,
   TokenRecord,
   TokenStatus,
 } from './records.js';
@@ -19,6 +21,8 @@ export interface Store {
   readonly accounts: AccountRepo;
   readonly keys: KeyRepo;
   readonly tokens: TokenRepo;
+  readonly requestLogs: RequestLogRepo;
+  readonly anomalies: AnomalyRepo;
   /** Resolves when the database answers a trivial query; rejects with StoreUnavailableError. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -142,4 +146,41 @@ export interface TokenRepo {
   revoke(accountId: string, tokenId: string, at: string): Promise<TokenRevocation | undefined>;
   /** Lookup for the proxy by digest of the sanitized token; any status. */
   findByDigest(digest: string): Promise<TokenWithKey | undefined>;
+  /**
+   * Counts forwarded requests, in one transaction: each entry adds `count` to the token's
+   * `request_count`, moves `last_used_at` forward to `lastUsedAt` (never back), and adds `count` to
+   * the account's usage for the month (UTC) of `lastUsedAt`. Entries for unknown tokens change no
+   * token, but still count as usage of their account.
+   */
+  recordUsage(batch: readonly TokenUsage[]): Promise<void>;
+}
+
+export interface TokenUsage {
+  readonly tokenId: string;
+  readonly accountId: string;
+  readonly count: number;
+  readonly lastUsedAt: string;
+}
+
+export interface RequestLogFilter {
+  readonly tokenId?: string | undefined;
+  readonly authorized?: boolean | undefined;
+}
+
+export interface RequestLogRepo {
+  /** Idempotent per id, so a batch retried after an unclear failure is not stored twice. */
+  insertMany(entries: readonly RequestLogEntry[]): Promise<void>;
+  /** The account's records, newest first; `page.after.createdAt` is a record's `timestamp`. */
+  list(accountId: string, filter: RequestLogFilter, page: PageQuery): Promise<Page<RequestLogEntry>>;
+}
+
+export interface AnomalyRepo {
+  /** Idempotent per id, like request logs. */
+  insertMany(entries: readonly AnomalyEntry[]): Promise<void>;
+  /** The account's anomalies, newest first; `page.after.createdAt` is an entry's `timestamp`. */
+  list(
+    accountId: string,
+    filter: { readonly tokenId?: string | undefined },
+    page: PageQuery,
+  ): Promise<Page<AnomalyEntry>>;
 }

@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import pg from 'pg';
+import { expect } from 'vitest';
+import { randomBase58 } from '../../src/ids/base58.js';
 import {
   apiKeyStart,
   newApiKey,
@@ -11,7 +13,16 @@ import {
   sanitizedKeyHint,
   secretDigest,
 } from '../../src/ids/formats.js';
-import type { AccountRecord, PlanName, TokenRecord } from '../../src/store/records.js';
+import type {
+  AccountRecord,
+  AnomalyEntry,
+  Page,
+  PageAfter,
+  PageQuery,
+  PlanName,
+  RequestLogEntry,
+  TokenRecord,
+} from '../../src/store/records.js';
 import type { NewProviderKey, NewToken, Store, TokenCreation } from '../../src/store/store.js';
 import type { OpenedDatabase } from '../support/databases.js';
 
@@ -126,4 +137,85 @@ export async function rawQuery(
   } finally {
     await client.end();
   }
+}
+
+/** The request-log field names of specification §2.5. */
+export const SPEC_LOG_FIELDS: readonly string[] = [
+  'timestamp',
+  'token_id',
+  'origin',
+  'ip',
+  'country',
+  'pop',
+  'path',
+  'status',
+  'authorized',
+  'latency_ms',
+];
+
+let logSequence = 0;
+
+/** A unique request id; ids made later sort later, which keeps expected orders easy to write. */
+export function requestId(): string {
+  logSequence += 1;
+  return `req_${String(logSequence).padStart(8, '0')}${randomBase58(14)}`;
+}
+
+export function requestLogEntry(overrides: Partial<RequestLogEntry> = {}): RequestLogEntry {
+  return {
+    id: requestId(),
+    timestamp: T0,
+    accountId: null,
+    tokenId: null,
+    provider: 'openai',
+    origin: 'https://app.example',
+    ip: '203.0.113.7',
+    country: 'DE',
+    pop: 'fra1',
+    path: '/openai/v1/chat/completions',
+    status: 200,
+    authorized: true,
+    latencyMs: 1,
+    ...overrides,
+  };
+}
+
+export function anomalyEntry(
+  accountId: string,
+  tokenId: string,
+  overrides: Partial<AnomalyEntry> = {},
+): AnomalyEntry {
+  return {
+    id: requestId(),
+    accountId,
+    tokenId,
+    timestamp: T0,
+    origin: 'https://evil.example',
+    ip: '198.51.100.9',
+    country: null,
+    path: '/openai/v1/models',
+    reason: 'origin_not_allowed',
+    kind: 'breach',
+    details: null,
+    ...overrides,
+  };
+}
+
+/** Walks every page of a store list, checking that pages neither overlap nor stop early. */
+export async function allPages<T>(
+  list: (page: PageQuery) => Promise<Page<T>>,
+  limit: number,
+  position: (item: T) => PageAfter,
+): Promise<{ items: T[]; pages: number }> {
+  const items: T[] = [];
+  let after: PageQuery['after'];
+  for (let pages = 1; pages < 1000; pages++) {
+    const page = await list({ limit, after });
+    expect(page.items.length).toBeLessThanOrEqual(limit);
+    items.push(...page.items);
+    const last = page.items.at(-1);
+    if (!page.hasMore || last === undefined) return { items, pages };
+    after = position(last);
+  }
+  throw new Error('pagination did not end');
 }

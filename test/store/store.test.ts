@@ -4,28 +4,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId, secretDigest } from '../../src/ids/formats.js';
 import { StoreConflictError, StoreNotFoundError, StorePlanLimitError } from '../../src/store/errors.js';
 import { openStoreWithoutMigrating } from '../../src/store/open.js';
-import { tokenStatusAt, type Page, type PageQuery, type TokenRecord } from '../../src/store/records.js';
+import { tokenStatusAt, type TokenRecord } from '../../src/store/records.js';
 import type { Store } from '../../src/store/store.js';
 import { databases, type OpenedDatabase } from '../support/databases.js';
-import { at, createToken, keyInput, newAccount, rawQuery, T0, tokenInput } from './helpers.js';
+import { allPages, at, createToken, keyInput, newAccount, rawQuery, T0, tokenInput } from './helpers.js';
 
-/** Walks every page of a list, checking that pages neither overlap nor stop early. */
-async function allPages<T extends { id: string; createdAt: string }>(
-  list: (page: PageQuery) => Promise<Page<T>>,
-  limit: number,
-): Promise<{ items: T[]; pages: number }> {
-  const items: T[] = [];
-  let after: PageQuery['after'];
-  for (let pages = 1; pages < 100; pages++) {
-    const page = await list({ limit, after });
-    expect(page.items.length).toBeLessThanOrEqual(limit);
-    items.push(...page.items);
-    const last = page.items.at(-1);
-    if (!page.hasMore || last === undefined) return { items, pages };
-    after = { createdAt: last.createdAt, id: last.id };
-  }
-  throw new Error('pagination did not end');
-}
+/** Existing records sit by (created_at, id). */
+const byCreation = (item: { createdAt: string; id: string }) => ({ createdAt: item.createdAt, id: item.id });
 
 async function sqliteFilesContain(opened: OpenedDatabase, bytes: Buffer): Promise<boolean> {
   for (const name of ['tokenproxy.db', 'tokenproxy.db-wal']) {
@@ -139,7 +124,7 @@ for (const fixture of databases) {
         const first = await store.keys.list(account.id, { limit: 2 });
         expect(first.items.map((key) => key.id)).toEqual([ids[4], ids[3]]);
         expect(first.hasMore).toBe(true);
-        const { items, pages } = await allPages((page) => store.keys.list(account.id, page), 2);
+        const { items, pages } = await allPages((page) => store.keys.list(account.id, page), 2, byCreation);
         expect(pages).toBe(3);
         expect(items.map((key) => key.id)).toEqual([...ids].reverse());
         const exact = await store.keys.list(account.id, { limit: 5 });
@@ -405,6 +390,7 @@ for (const fixture of databases) {
           const { items, pages } = await allPages(
             (page) => store.tokens.list(account.id, { now: T0 }, page),
             limit,
+            byCreation,
           );
           expect(items.map((token) => token.id)).toEqual(fullIds);
           expect(pages).toBe(Math.ceil(9 / limit));
@@ -412,6 +398,7 @@ for (const fixture of databases) {
         const active = await allPages(
           (page) => store.tokens.list(account.id, { status: 'active', now: T0 }, page),
           2,
+          byCreation,
         );
         expect(active.items.map((token) => token.id)).toEqual(fullIds);
       });
@@ -437,7 +424,7 @@ for (const fixture of databases) {
       const fresh = await fixture.create({ migrate: false });
       try {
         const first = await openStoreWithoutMigrating({ database: fresh.database, dataDir: fresh.dataDir });
-        expect(await first.migrateToLatest()).toEqual(['0001_initial']);
+        expect(await first.migrateToLatest()).toEqual(['0001_initial', '0002_request_log']);
         expect(await first.migrateToLatest()).toEqual([]);
         await first.close();
         const second = await openStoreWithoutMigrating({ database: fresh.database, dataDir: fresh.dataDir });

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { Registry } from 'prom-client';
 import { createAccount } from '../../src/accounts/create-account.js';
 import { buildApiApp } from '../../src/api/app.js';
 import type { ApiServer } from '../../src/api/context.js';
@@ -46,7 +47,7 @@ export const PROXY_URL = 'https://proxy.test:8444';
 
 export async function startApiHarness(
   fixture: DatabaseFixture,
-  options: { plan?: PlanName; providers?: Provider[]; now?: () => Date } = {},
+  options: { plan?: PlanName; providers?: Provider[]; now?: () => Date; metricsRegistry?: Registry } = {},
 ): Promise<ApiHarness> {
   const db = await fixture.create();
   const vault = createLocalVault(randomBytes(32));
@@ -61,7 +62,7 @@ export async function startApiHarness(
       publicProxyUrl: PROXY_URL,
       now,
     },
-    { logger, version: 'test' },
+    { logger, version: 'test', metricsRegistry: options.metricsRegistry },
   );
   await app.ready();
   const own = await createAccount(db.store, 'harness', options.plan ?? 'free', now());

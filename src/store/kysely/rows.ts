@@ -2,14 +2,16 @@ import {
   PLAN_NAMES,
   TOKEN_STATUSES,
   type AccountRecord,
+  type AnomalyEntry,
   type Page,
   type PlanName,
   type ProviderKeyRecord,
   type RateLimit,
+  type RequestLogEntry,
   type TokenRecord,
   type TokenStatus,
 } from '../records.js';
-import type { AccountRow, ProviderKeyRow, TokenRow } from '../schema.js';
+import type { AccountRow, AnomalyRow, ProviderKeyRow, RequestLogRow, TokenRow } from '../schema.js';
 
 /** Row ↔ record conversion. Stored values are checked, so a corrupt row fails loudly, not downstream. */
 
@@ -97,6 +99,40 @@ export function rateLimitText(rateLimit: RateLimit | null): string | null {
   return rateLimit === null
     ? null
     : JSON.stringify({ requests: rateLimit.requests, window: rateLimit.window });
+}
+
+export function toRequestLog(row: RequestLogRow): RequestLogEntry {
+  return {
+    id: row.id,
+    timestamp: row.timestamp,
+    accountId: row.account_id,
+    tokenId: row.token_id,
+    provider: row.provider,
+    origin: row.origin,
+    ip: row.ip,
+    country: row.country,
+    pop: row.pop,
+    path: row.path,
+    status: row.status,
+    authorized: row.authorized !== 0,
+    latencyMs: row.latency_ms,
+  };
+}
+
+export function toAnomaly(row: AnomalyRow): AnomalyEntry {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    tokenId: row.token_id,
+    timestamp: row.timestamp,
+    origin: row.origin,
+    ip: row.ip,
+    country: row.country,
+    path: row.path,
+    reason: row.reason,
+    kind: row.kind,
+    details: row.details === null ? null : (JSON.parse(row.details) as unknown),
+  };
 }
 
 /** Lists fetch one row more than asked: its presence is `hasMore`. */

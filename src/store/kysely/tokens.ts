@@ -1,8 +1,9 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
+import { usagePeriod } from '../../accounts/plans.js';
 import { StoreConflictError, StoreNotFoundError, StorePlanLimitError } from '../errors.js';
 import type { Page, PageQuery, TokenRecord, TokenStatus } from '../records.js';
 import type { Database } from '../schema.js';
-import type { TokenCreation, TokenRepo, TokenRevocation, TokenWithKey } from '../store.js';
+import type { TokenCreation, TokenRepo, TokenRevocation, TokenUsage, TokenWithKey } from '../store.js';
 import { countActiveTokens } from './accounts.js';
 import type { RepoContext } from './context.js';
 import { insertKey, lockKey } from './keys.js';
@@ -138,6 +139,58 @@ export class KyselyTokenRepo implements TokenRepo {
     const { ciphertext, ...token } = row;
     return { token: toToken(token), ciphertext };
   }
+
+  async recordUsage(batch: readonly TokenUsage[]): Promise<void> {
+    const entries = batch.filter((entry) => entry.count > 0);
+    if (entries.length === 0) return;
+    const usage = new Map<string, { accountId: string; period: string; count: number }>();
+    for (const entry of entries) {
+      const { period } = usagePeriod(new Date(entry.lastUsedAt));
+      const key = `${entry.accountId} ${period}`;
+      const row = usage.get(key);
+      if (row === undefined) usage.set(key, { accountId: entry.accountId, period, count: entry.count });
+      else row.count += entry.count;
+    }
+    // Rows are touched in one global order, so two processes recording overlapping batches on
+    // PostgreSQL wait for each other instead of deadlocking.
+    const tokens = [...entries].sort((a, b) => compareText(a.tokenId, b.tokenId));
+    const periods = [...usage.values()].sort(
+      (a, b) => compareText(a.accountId, b.accountId) || compareText(a.period, b.period),
+    );
+    await this.ctx.db.transaction().execute(async (trx) => {
+      for (const entry of tokens) {
+        await trx
+          .updateTable('tokens')
+          .set((eb) => ({
+            request_count: eb('request_count', '+', entry.count),
+            last_used_at: eb
+              .case()
+              .when(eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', entry.lastUsedAt)]))
+              .then(entry.lastUsedAt)
+              .else(eb.ref('last_used_at'))
+              .end(),
+          }))
+          .where('id', '=', entry.tokenId)
+          .where('account_id', '=', entry.accountId)
+          .execute();
+      }
+      for (const row of periods) {
+        await trx
+          .insertInto('usage')
+          .values({ account_id: row.accountId, period: row.period, requests: row.count })
+          .onConflict((oc) =>
+            oc
+              .columns(['account_id', 'period'])
+              .doUpdateSet({ requests: sql<number>`usage.requests + excluded.requests` }),
+          )
+          .execute();
+      }
+    });
+  }
+}
+
+function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 async function findToken(

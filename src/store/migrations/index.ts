@@ -1,6 +1,7 @@
 import type { Kysely, Migration, MigrationProvider } from 'kysely';
 import type { DialectName } from '../dialect.js';
 import * as m0001 from './0001_initial.js';
+import * as m0002 from './0002_request_log.js';
 
 /** A migration module: plain Kysely DDL, branching on the dialect only for column types. */
 interface MigrationModule {
@@ -15,6 +16,7 @@ interface MigrationModule {
  */
 const MIGRATIONS: Readonly<Record<string, MigrationModule>> = {
   '0001_initial': m0001,
+  '0002_request_log': m0002,
 };
 
 export function migrationProvider(dialect: DialectName): MigrationProvider {

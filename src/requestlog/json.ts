@@ -1,0 +1,56 @@
+import type { RequestLogEntry } from '../store/records.js';
+import type { RequestLogRecord } from './record.js';
+
+/**
+ * A request-log record in the field names of specification §2.5 plus `request_id`: the items of
+ * GET /v1/logs and the `--log-requests` lines on stdout are the same object.
+ */
+export interface RequestLogJson {
+  request_id: string;
+  timestamp: string;
+  token_id: string | null;
+  origin: string | null;
+  ip: string;
+  country: string | null;
+  pop: string;
+  path: string;
+  status: number;
+  authorized: boolean;
+  latency_ms: number;
+}
+
+export function requestLogJson(entry: RequestLogEntry): RequestLogJson {
+  return {
+    request_id: entry.id,
+    timestamp: entry.timestamp,
+    token_id: entry.tokenId,
+    origin: entry.origin,
+    ip: entry.ip,
+    country: entry.country,
+    pop: entry.pop,
+    path: entry.path,
+    status: entry.status,
+    authorized: entry.authorized,
+    latency_ms: entry.latencyMs,
+  };
+}
+
+/** What the store keeps of a record: everything but `forwarded`, which only feeds usage counting. */
+export function toRequestLogEntry(record: RequestLogRecord): RequestLogEntry {
+  return {
+    id: record.requestId,
+    timestamp: record.timestamp,
+    accountId: record.accountId,
+    tokenId: record.tokenId,
+    provider: record.provider,
+    origin: record.origin,
+    ip: record.ip,
+    country: record.country,
+    pop: record.pop,
+    path: record.path,
+    status: record.status,
+    authorized: record.authorized,
+    // The column is an integer (spec §2.5); the proxy may measure fractions.
+    latencyMs: Math.round(record.latencyMs),
+  };
+}

@@ -1,0 +1,417 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createLogger } from '../../src/observability/logger.js';
+import { createMetrics } from '../../src/observability/metrics.js';
+import { createRequestLogWriter, type RequestLogWriterOptions } from '../../src/requestlog/batch-writer.js';
+import type { RequestLogRecord } from '../../src/requestlog/record.js';
+import { StoreUnavailableError } from '../../src/store/errors.js';
+import type { RequestLogEntry, TokenRecord } from '../../src/store/records.js';
+import type { Store, TokenUsage } from '../../src/store/store.js';
+import { databases, type OpenedDatabase } from '../support/databases.js';
+import { SPEC_LOG_FIELDS, createToken, newAccount, requestLogEntry } from '../store/helpers.js';
+
+function record(overrides: Partial<RequestLogRecord> = {}): RequestLogRecord {
+  const { id, ...entry } = requestLogEntry({ timestamp: '2026-03-10T12:00:00.000Z' });
+  return { requestId: id, ...entry, forwarded: false, ...overrides };
+}
+
+/**
+ * The real store, with its calls counted and failures switched on at will: `fail` decides per call
+ * whether to throw instead of reaching the database.
+ */
+function instrumented(store: Store) {
+  const calls = { insertMany: [] as number[], recordUsage: [] as TokenUsage[][] };
+  let fail: ((what: 'insertMany' | 'recordUsage') => Error | undefined) | undefined;
+  const wrapped: RequestLogWriterOptions['store'] = {
+    requestLogs: {
+      insertMany(entries: readonly RequestLogEntry[]) {
+        calls.insertMany.push(entries.length);
+        const error = fail?.('insertMany');
+        return error === undefined ? store.requestLogs.insertMany(entries) : Promise.reject(error);
+      },
+    },
+    tokens: {
+      recordUsage(batch: readonly TokenUsage[]) {
+        calls.recordUsage.push([...batch]);
+        const error = fail?.('recordUsage');
+        return error === undefined ? store.tokens.recordUsage(batch) : Promise.reject(error);
+      },
+    },
+  };
+  return {
+    store: wrapped,
+    calls,
+    failWith(decide: typeof fail) {
+      fail = decide;
+    },
+  };
+}
+
+function capture() {
+  const lines: string[] = [];
+  const logger = createLogger('debug', { write: (line: string) => void lines.push(line) });
+  const entries = () => lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+  return { logger, lines, entries };
+}
+
+for (const fixture of databases) {
+  describe.skipIf(!fixture.available)(`request-log writer on ${fixture.name}`, () => {
+    let opened: OpenedDatabase;
+    let store: Store;
+
+    beforeAll(async () => {
+      opened = await fixture.create();
+      store = opened.store;
+    });
+    afterAll(async () => {
+      await opened.cleanup();
+    });
+
+    async function tokenOf(): Promise<TokenRecord> {
+      const { account } = await newAccount(store);
+      return createToken(store, account.id);
+    }
+
+    async function stored(accountId: string): Promise<string[]> {
+      const page = await store.requestLogs.list(accountId, {}, { limit: 100 });
+      return page.items.map((item) => item.id);
+    }
+
+    it('queues on write and stores on flush, counting only forwarded requests', async () => {
+      const token = await tokenOf();
+      const log = capture();
+      const writer = createRequestLogWriter({ store, logger: log.logger, flushIntervalMs: 60_000 });
+      const mine = { accountId: token.accountId, tokenId: token.id };
+      const records = [
+        record({ ...mine, forwarded: true, timestamp: '2026-03-10T12:00:00.001Z' }),
+        record({ ...mine, forwarded: true, timestamp: '2026-03-10T12:00:00.003Z' }),
+        record({
+          ...mine,
+          forwarded: false,
+          status: 403,
+          authorized: false,
+          timestamp: '2026-03-10T12:00:00.004Z',
+        }),
+        record({ ...mine, forwarded: true, status: 502, timestamp: '2026-03-10T12:00:00.002Z' }),
+        record({ status: 401, authorized: false }),
+      ];
+      for (const r of records) writer.write(r);
+      expect(writer.size).toBe(5);
+      expect(await stored(token.accountId)).toEqual([]);
+
+      await writer.flush();
+      expect(writer.size).toBe(0);
+      expect((await stored(token.accountId)).sort()).toEqual(
+        records
+          .slice(0, 4)
+          .map((r) => r.requestId)
+          .sort(),
+      );
+      expect(await store.tokens.get(token.accountId, token.id)).toMatchObject({
+        requestCount: 3,
+        lastUsedAt: '2026-03-10T12:00:00.003Z',
+      });
+      expect(await store.accounts.usage(token.accountId, '2026-03')).toBe(3);
+      const [first] = (await store.requestLogs.list(token.accountId, { authorized: false }, { limit: 1 }))
+        .items;
+      expect(first).toEqual({
+        id: records[2]?.requestId,
+        timestamp: '2026-03-10T12:00:00.004Z',
+        accountId: token.accountId,
+        tokenId: token.id,
+        provider: 'openai',
+        origin: 'https://app.example',
+        ip: '203.0.113.7',
+        country: 'DE',
+        pop: 'fra1',
+        path: '/openai/v1/chat/completions',
+        status: 403,
+        authorized: false,
+        latencyMs: 1,
+      });
+      await writer.close();
+    });
+
+    it('flushes on its own after the interval', async () => {
+      const token = await tokenOf();
+      const writer = createRequestLogWriter({ store, logger: capture().logger, flushIntervalMs: 20 });
+      const r = record({ accountId: token.accountId, tokenId: token.id, forwarded: true });
+      writer.write(r);
+      await vi.waitFor(async () => expect(await stored(token.accountId)).toEqual([r.requestId]), {
+        timeout: 5000,
+        interval: 20,
+      });
+      await writer.close();
+    });
+
+    it('writes in few large batches, with one usage entry per token and month', async () => {
+      const a = await tokenOf();
+      const b = await tokenOf();
+      const probe = instrumented(store);
+      const writer = createRequestLogWriter({
+        store: probe.store,
+        logger: capture().logger,
+        flushIntervalMs: 60_000,
+        maxBatch: 500,
+      });
+      for (let i = 0; i < 1200; i++) {
+        const token = i % 2 === 0 ? a : b;
+        // The last 150 of each token fall into the next month, in the middle of the second batch.
+        const timestamp = i < 900 ? '2026-03-31T23:59:59.000Z' : '2026-04-01T00:00:00.000Z';
+        writer.write(record({ accountId: token.accountId, tokenId: token.id, forwarded: true, timestamp }));
+      }
+      await writer.flush();
+      expect(probe.calls.insertMany).toEqual([500, 500, 200]);
+      expect(probe.calls.recordUsage.map((batch) => batch.length)).toEqual([2, 4, 2]);
+      expect(await store.tokens.get(a.accountId, a.id)).toMatchObject({
+        requestCount: 600,
+        lastUsedAt: '2026-04-01T00:00:00.000Z',
+      });
+      expect(await store.accounts.usage(a.accountId, '2026-03')).toBe(450);
+      expect(await store.accounts.usage(a.accountId, '2026-04')).toBe(150);
+      expect(await store.accounts.usage(b.accountId, '2026-04')).toBe(150);
+      await writer.close();
+    });
+
+    it('close() stores what is queued; later writes are dropped', async () => {
+      const token = await tokenOf();
+      const log = capture();
+      const writer = createRequestLogWriter({ store, logger: log.logger, flushIntervalMs: 60_000 });
+      const before = record({ accountId: token.accountId, tokenId: token.id });
+      writer.write(before);
+      await writer.close();
+      expect(await stored(token.accountId)).toEqual([before.requestId]);
+      writer.write(record({ accountId: token.accountId, tokenId: token.id }));
+      writer.write(record({ accountId: token.accountId, tokenId: token.id }));
+      await writer.flush();
+      await writer.close();
+      expect(await stored(token.accountId)).toEqual([before.requestId]);
+      expect(log.entries().filter((line) => line.level === 40)).toHaveLength(1);
+    });
+
+    it('drops the oldest records beyond the queue bound, and says so', async () => {
+      const token = await tokenOf();
+      const log = capture();
+      const metrics = createMetrics({ providers: ['openai'], defaultMetrics: false });
+      const writer = createRequestLogWriter({
+        store,
+        logger: log.logger,
+        flushIntervalMs: 60_000,
+        maxQueue: 5,
+        metrics: metrics.queue('request_log'),
+      });
+      const records = Array.from({ length: 8 }, () =>
+        record({ accountId: token.accountId, tokenId: token.id }),
+      );
+      for (const r of records) writer.write(r);
+      expect(writer.size).toBe(5);
+      expect(await metrics.registry.metrics()).toMatch(
+        /^tokenproxy_log_queue_depth\{queue="request_log"\} 5$/m,
+      );
+      await writer.flush();
+      expect((await stored(token.accountId)).sort()).toEqual(
+        records
+          .slice(3)
+          .map((r) => r.requestId)
+          .sort(),
+      );
+      const text = await metrics.registry.metrics();
+      expect(text).toMatch(/^tokenproxy_log_dropped_total\{queue="request_log"\} 3$/m);
+      expect(text).toMatch(/^tokenproxy_log_queue_depth\{queue="request_log"\} 0$/m);
+      const warning = log.entries().find((line) => line.dropped === 3);
+      expect(warning).toMatchObject({ level: 40, queue: 'request_log' });
+      await writer.close();
+    });
+
+    it('keeps a failed batch and stores it once the database is back', async () => {
+      const token = await tokenOf();
+      const probe = instrumented(store);
+      const log = capture();
+      const metrics = createMetrics({ providers: ['openai'], defaultMetrics: false });
+      let down = true;
+      probe.failWith(() =>
+        down ? new StoreUnavailableError('SQLite database is unavailable: disk gone') : undefined,
+      );
+      const writer = createRequestLogWriter({
+        store: probe.store,
+        logger: log.logger,
+        flushIntervalMs: 5,
+        maxAttempts: 2,
+        metrics: metrics.queue('request_log'),
+      });
+      const records = Array.from({ length: 3 }, () =>
+        record({
+          accountId: token.accountId,
+          tokenId: token.id,
+          forwarded: true,
+          origin: 'https://secret-origin.example',
+        }),
+      );
+      for (const r of records) writer.write(r);
+      const flushed = writer.flush();
+      // Unreachable is not a reason to give up, however many attempts it takes.
+      await vi.waitFor(() => expect(probe.calls.insertMany.length).toBeGreaterThan(3), { timeout: 5000 });
+      expect(writer.size).toBe(3);
+      down = false;
+      await flushed;
+      expect((await stored(token.accountId)).sort()).toEqual(records.map((r) => r.requestId).sort());
+      expect(await store.tokens.get(token.accountId, token.id)).toMatchObject({ requestCount: 3 });
+      expect(await metrics.registry.metrics()).toMatch(
+        /^tokenproxy_log_store_failures_total\{queue="request_log"\} [4-9]\d*$/m,
+      );
+
+      const warnings = log.entries().filter((line) => line.level === 40);
+      expect(warnings.length).toBeGreaterThan(0);
+      expect(warnings[0]).toMatchObject({ queue: 'request_log', records: 3 });
+      // Counts only: no record contents in the server log.
+      const text = log.lines.join('');
+      for (const leaked of ['secret-origin', '203.0.113.7', token.id, records[0]?.requestId ?? '']) {
+        expect(text).not.toContain(leaked);
+      }
+      await writer.close();
+    });
+
+    it('backs off while the database is down, however many records arrive', async () => {
+      const token = await tokenOf();
+      const probe = instrumented(store);
+      const log = capture();
+      probe.failWith(() => new StoreUnavailableError('SQLite database is unavailable: disk gone'));
+      const writer = createRequestLogWriter({ store: probe.store, logger: log.logger, flushIntervalMs: 5 });
+      const started = Date.now();
+      while (Date.now() - started < 300) {
+        writer.write(record({ accountId: token.accountId, tokenId: token.id }));
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+      // 5, 10, 20, 40, 80, 160 ms: about 6 attempts in 300 ms, not one per write or per interval.
+      expect(probe.calls.insertMany.length).toBeGreaterThanOrEqual(3);
+      expect(probe.calls.insertMany.length).toBeLessThanOrEqual(8);
+      expect(log.entries().filter((line) => line.level === 40).length).toBe(probe.calls.insertMany.length);
+      probe.failWith(undefined);
+      await writer.close();
+      expect(writer.size).toBe(0);
+    });
+
+    it('retries usage counting without storing a record twice', async () => {
+      const token = await tokenOf();
+      const probe = instrumented(store);
+      let failures = 1;
+      probe.failWith((what) =>
+        what === 'recordUsage' && failures-- > 0 ? new Error('deadlock detected') : undefined,
+      );
+      const writer = createRequestLogWriter({
+        store: probe.store,
+        logger: capture().logger,
+        flushIntervalMs: 5,
+      });
+      const records = [1, 2].map(() =>
+        record({ accountId: token.accountId, tokenId: token.id, forwarded: true }),
+      );
+      for (const r of records) writer.write(r);
+      await writer.flush();
+      expect(probe.calls.insertMany).toEqual([2, 2]);
+      expect(probe.calls.recordUsage).toHaveLength(2);
+      expect((await stored(token.accountId)).sort()).toEqual(records.map((r) => r.requestId).sort());
+      expect(await store.tokens.get(token.accountId, token.id)).toMatchObject({ requestCount: 2 });
+      await writer.close();
+    });
+
+    it('gives up on a batch that keeps failing for another reason, and carries on', async () => {
+      const token = await tokenOf();
+      const probe = instrumented(store);
+      const log = capture();
+      const poison = record({ accountId: token.accountId, tokenId: token.id, path: '/poison' });
+      probe.failWith(() => (probe.calls.insertMany.length <= 3 ? new Error('constraint failed') : undefined));
+      const writer = createRequestLogWriter({
+        store: probe.store,
+        logger: log.logger,
+        flushIntervalMs: 5,
+        maxAttempts: 3,
+      });
+      writer.write(poison);
+      await writer.flush();
+      expect(probe.calls.insertMany).toEqual([1, 1, 1]);
+      expect(log.entries().find((line) => line.level === 50)).toMatchObject({ records: 1, attempts: 3 });
+      const next = record({ accountId: token.accountId, tokenId: token.id });
+      writer.write(next);
+      await writer.flush();
+      expect(await stored(token.accountId)).toEqual([next.requestId]);
+      await writer.close();
+    });
+
+    it('gives up on close after the timeout when the database does not come back', async () => {
+      const token = await tokenOf();
+      const probe = instrumented(store);
+      const log = capture();
+      probe.failWith(() => new StoreUnavailableError('PostgreSQL at postgres://db is unavailable'));
+      const writer = createRequestLogWriter({
+        store: probe.store,
+        logger: log.logger,
+        flushIntervalMs: 5,
+        closeTimeoutMs: 100,
+      });
+      writer.write(record({ accountId: token.accountId, tokenId: token.id }));
+      writer.write(record({ accountId: token.accountId, tokenId: token.id }));
+      await writer.close();
+      expect(log.entries().find((line) => line.level === 50)).toMatchObject({
+        queue: 'request_log',
+        records: 2,
+      });
+    });
+
+    it('prints each record as one JSON line with the specification field names (--log-requests)', async () => {
+      const token = await tokenOf();
+      const probe = instrumented(store);
+      let down = true;
+      probe.failWith(() => (down ? new StoreUnavailableError('down') : undefined));
+      const printed: string[] = [];
+      const writer = createRequestLogWriter({
+        store: probe.store,
+        logger: capture().logger,
+        flushIntervalMs: 5,
+        stdout: (line) => void printed.push(line),
+      });
+      const records = [
+        record({ accountId: token.accountId, tokenId: token.id, forwarded: true, latencyMs: 0.6 }),
+        record({ status: 401, authorized: false, origin: null, country: null }),
+      ];
+      for (const r of records) writer.write(r);
+      // Lines do not wait for the database.
+      await vi.waitFor(() => expect(printed).toHaveLength(2), { timeout: 5000 });
+      down = false;
+      await writer.flush();
+      expect(printed.every((line) => line.endsWith('\n') && !line.slice(0, -1).includes('\n'))).toBe(true);
+      const parsed = printed.map((line) => JSON.parse(line) as Record<string, unknown>);
+      for (const line of parsed)
+        expect(Object.keys(line).sort()).toEqual([...SPEC_LOG_FIELDS, 'request_id'].sort());
+      expect(parsed).toEqual([
+        {
+          request_id: records[0]?.requestId,
+          timestamp: '2026-03-10T12:00:00.000Z',
+          token_id: token.id,
+          origin: 'https://app.example',
+          ip: '203.0.113.7',
+          country: 'DE',
+          pop: 'fra1',
+          path: '/openai/v1/chat/completions',
+          status: 200,
+          authorized: true,
+          latency_ms: 1,
+        },
+        {
+          request_id: records[1]?.requestId,
+          timestamp: '2026-03-10T12:00:00.000Z',
+          token_id: null,
+          origin: null,
+          ip: '203.0.113.7',
+          country: null,
+          pop: 'fra1',
+          path: '/openai/v1/chat/completions',
+          status: 401,
+          authorized: false,
+          latency_ms: 1,
+        },
+      ]);
+      expect(printed).toHaveLength(2);
+      await writer.close();
+    });
+  });
+}
