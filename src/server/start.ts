@@ -6,8 +6,10 @@ import { buildApiApp } from '../api/app.js';
 import type { ApiServer } from '../api/context.js';
 import { publicUrl, type Config } from '../config/load.js';
 import { ProviderRegistry } from '../providers/providers.js';
-import type { CountryOf } from '../proxy/deps.js';
-import { printingRequestLog } from '../proxy/print-request-log.js';
+import { createAnomalyWriter } from '../anomalies/anomaly-writer.js';
+import { createMetrics } from '../observability/metrics.js';
+import { createRequestLogWriter } from '../requestlog/batch-writer.js';
+import { createCountryResolver } from '../requestlog/country.js';
 import { createProxyServer, type ProxyServer } from '../proxy/server.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/store.js';
@@ -60,14 +62,17 @@ export async function startServer(config: Config, options: StartOptions): Promis
   let proxy: ProxyServer | undefined;
   let publicProxyUrl: string;
   const providers = new ProviderRegistry(config.providers);
-  const requestLog = printingRequestLog(config.logRequests, (line) => process.stdout.write(`${line}\n`));
-  // Header-only country until a GeoIP resolver is wired.
-  const countryHeader = config.countryHeader;
-  const countryOf: CountryOf = (headers) => {
-    const value = countryHeader === undefined ? undefined : headers[countryHeader];
-    return typeof value === 'string' && /^[A-Za-z]{2}$/.test(value) ? value.toUpperCase() : null;
-  };
+  const metrics = createMetrics({ providers: providers.ids() });
+  // Records and anomalies are stored in batches off the hot path (and flushed at shutdown).
+  const requestLog = createRequestLogWriter({
+    store,
+    logger,
+    metrics: metrics.queue('request_log'),
+    stdout: config.logRequests ? (line) => void process.stdout.write(line) : undefined,
+  });
+  const anomalies = createAnomalyWriter({ store, logger, metrics: metrics.queue('anomaly_log') });
   try {
+    const countryOf = await createCountryResolver(config);
     const created = await bootstrapDefaultAccount(store, now());
     if (created) {
       print(
@@ -84,8 +89,8 @@ export async function startServer(config: Config, options: StartOptions): Promis
         providers,
         config,
         requestLog,
-        onUnauthorized: () => undefined,
-        metrics: { observe: () => undefined },
+        onUnauthorized: anomalies.onUnauthorized,
+        metrics,
         countryOf,
         logger,
         now: () => now().getTime(),
@@ -105,12 +110,18 @@ export async function startServer(config: Config, options: StartOptions): Promis
         now,
         onCredentialsChanged: () => proxyServer.invalidateCredentials(),
       },
-      { logger, https: tls ? { key: tls.key, cert: tls.cert } : undefined, version: VERSION },
+      {
+        logger,
+        https: tls ? { key: tls.key, cert: tls.cert } : undefined,
+        version: VERSION,
+        metricsRegistry: metrics.registry,
+      },
     );
     await api.listen({ host: config.host, port: config.apiPort });
   } catch (err) {
     await api?.close();
     await proxy?.close(0);
+    await Promise.all([requestLog.close(), anomalies.close()]);
     await store.close();
     throw err;
   }
@@ -157,7 +168,8 @@ export async function startServer(config: Config, options: StartOptions): Promis
           await drained;
         } finally {
           clearTimeout(timer);
-          await requestLog.close();
+          // The listeners are closed: nothing writes records any more, so flushing now loses none.
+          await Promise.all([requestLog.close(), anomalies.close()]);
           await store.close();
         }
       })();
