@@ -87,7 +87,7 @@ export const ProviderObject = Type.Object({
 const NullableString = Type.Union([Type.String(), Type.Null()]);
 
 export const RequestLogObject = Type.Object({
-  request_id: Type.String({ description: 'also sent to the caller as the x-request-id header' }),
+  request_id: Type.String({ description: 'also sent to the caller in the x-tokenproxy-request-id header' }),
   timestamp: Timestamp,
   token_id: Type.Union([Type.String(), Type.Null()], { description: 'null when no token matched' }),
   origin: NullableString,
