@@ -7,7 +7,8 @@ import type {
 } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ProviderRegistry } from '../providers/providers.js';
-import type { AccountRecord } from '../store/records.js';
+import type { PlanLimits } from '../accounts/plans.js';
+import type { AccountRecord, PlanName } from '../store/records.js';
 import type { Store } from '../store/store.js';
 import type { Vault } from '../vault/vault.js';
 
@@ -19,6 +20,8 @@ export interface ApiDeps {
   /** Base of `proxy_base_url` (DESIGN §10), without a trailing slash. */
   readonly publicProxyUrl: string;
   readonly now: () => Date;
+  /** Plan limits in force (the built-in table with the config file's overrides). */
+  readonly plans: Readonly<Record<PlanName, PlanLimits>>;
   /**
    * Called after a token is created or revoked and after a key is rotated or deleted, once the store
    * has the change: the proxy drops its cached token lookups so the next request sees it.

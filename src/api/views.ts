@@ -1,5 +1,5 @@
 import type { Static } from 'typebox';
-import { PLANS, usagePeriod } from '../accounts/plans.js';
+import { usagePeriod, type PlanLimits } from '../accounts/plans.js';
 import type { Provider } from '../providers/providers.js';
 import { formatProviderAuth } from '../providers/providers.js';
 import {
@@ -52,9 +52,9 @@ export function keyView(key: ProviderKeyRecord): Static<typeof KeyObject> {
 export function accountView(
   account: AccountRecord,
   usage: { requests: number; activeTokens: number },
+  limits: PlanLimits,
   now: Date,
 ): Static<typeof AccountObject> {
-  const limits = PLANS[account.plan];
   return {
     account_id: account.id,
     name: account.name,

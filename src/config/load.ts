@@ -3,7 +3,10 @@ import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { PROVIDER_ID_PATTERN, parseProviderAuth, type Provider } from '../providers/providers.js';
+import { PLANS, type PlanLimits } from '../accounts/plans.js';
+import { parseDuration } from '../rules/duration.js';
 import { parseTrustProxy } from '../rules/ip-match.js';
+import { PLAN_NAMES, type PlanName } from '../store/records.js';
 import { convertSetting } from './convert.js';
 import { SETTINGS, envName, flagName, type SettingName } from './settings.js';
 
@@ -31,6 +34,15 @@ export interface Config {
   readonly upstreamConnectTimeoutMs: number;
   readonly upstreamHeadersTimeoutMs: number;
   readonly upstreamBodyTimeoutMs: number;
+  readonly smtpUrl: string | undefined;
+  readonly smtpFrom: string;
+  readonly allowPrivateWebhooks: boolean;
+  /** Delays in ms between delivery attempts. */
+  readonly webhookRetrySchedule: readonly number[];
+  readonly webhookDisableAfterMs: number;
+  readonly expirySweepIntervalMs: number;
+  /** Plan limits: the built-in table, with the config file's `plans` applied. */
+  readonly plans: Readonly<Record<PlanName, PlanLimits>>;
   readonly kek: 'local';
   readonly drainTimeoutMs: number;
   readonly logLevel: string;
@@ -64,6 +76,56 @@ const fileProviderSchema = z.strictObject({
 });
 
 const SETTING_NAMES = new Set<string>(SETTINGS.map((s) => s.name));
+/** Structured keys that only the config file can hold. */
+const FILE_ONLY_KEYS = new Set(['providers', 'plans']);
+
+const planSchema = z.strictObject({
+  active_tokens: z.union([z.int().min(0), z.null()]).optional(),
+  requests_per_month: z.union([z.int().min(0), z.null()]).optional(),
+});
+
+/**
+ * `"plans": {"free": {"active_tokens": 3, "requests_per_month": 100000}}` changes the built-in limits
+ * (operators; tests shrink them). `null` means no cap. Unnamed fields keep their default.
+ */
+function parsePlans(raw: unknown, path: string | undefined): Record<PlanName, PlanLimits> {
+  const plans: Record<PlanName, PlanLimits> = { ...PLANS };
+  if (raw === undefined) return plans;
+  const where = `key "plans" of ${path ?? 'the config file'}`;
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    throw new ConfigError(
+      `${where} must be an object: {"free": {"active_tokens": 3, "requests_per_month": 100000}}.`,
+    );
+  }
+  for (const [name, value] of Object.entries(raw)) {
+    if (!(PLAN_NAMES as readonly string[]).includes(name)) {
+      throw new ConfigError(`${where}: unknown plan "${name}"; plans are ${PLAN_NAMES.join(', ')}.`);
+    }
+    const parsed = planSchema.safeParse(value);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      throw new ConfigError(
+        `${where}: plan "${name}"${issue?.path.length ? ` field "${issue.path.join('.')}"` : ''}: expected {"active_tokens": <integer or null>, "requests_per_month": <integer or null>}.`,
+      );
+    }
+    const base = plans[name as PlanName];
+    plans[name as PlanName] = {
+      activeTokens: parsed.data.active_tokens === undefined ? base.activeTokens : parsed.data.active_tokens,
+      requestsPerMonth:
+        parsed.data.requests_per_month === undefined ? base.requestsPerMonth : parsed.data.requests_per_month,
+    };
+  }
+  return plans;
+}
+
+function retrySchedule(text: string): number[] {
+  return text.split(',').map((part) => {
+    const parsed = parseDuration(part.trim());
+    // The setting's pattern already admits only durations; this keeps the types honest.
+    if (!parsed.ok) throw new ConfigError(`Setting "webhook_retry_schedule": ${parsed.message}.`);
+    return parsed.ms;
+  });
+}
 
 export function loadConfig(input: ConfigInput): Config {
   const file = input.configFile ? readConfigFile(input.configFile) : {};
@@ -137,6 +199,13 @@ export function loadConfig(input: ConfigInput): Config {
     upstreamConnectTimeoutMs: values.upstream_connect_timeout as number,
     upstreamHeadersTimeoutMs: values.upstream_headers_timeout as number,
     upstreamBodyTimeoutMs: values.upstream_body_timeout as number,
+    smtpUrl: typeof values.smtp_url === 'string' ? values.smtp_url : undefined,
+    smtpFrom: values.smtp_from as string,
+    allowPrivateWebhooks: values.allow_private_webhooks as boolean,
+    webhookRetrySchedule: retrySchedule(values.webhook_retry_schedule as string),
+    webhookDisableAfterMs: values.webhook_disable_after as number,
+    expirySweepIntervalMs: values.expiry_sweep_interval as number,
+    plans: parsePlans(file.plans, input.configFile),
     kek: 'local',
     drainTimeoutMs: values.drain_timeout as number,
     logLevel: values.log_level as string,
@@ -166,7 +235,7 @@ function readConfigFile(path: string): Record<string, unknown> {
   }
   const obj = parsed as Record<string, unknown>;
   for (const key of Object.keys(obj)) {
-    if (key !== 'providers' && !SETTING_NAMES.has(key)) {
+    if (!FILE_ONLY_KEYS.has(key) && !SETTING_NAMES.has(key)) {
       const hint = SETTING_NAMES.has(key.replaceAll('-', '_'))
         ? ` (did you mean "${key.replaceAll('-', '_')}"?)`
         : '';

@@ -143,6 +143,53 @@ export const SETTINGS = [
       'Longest silence allowed between two chunks of a provider answer before the response is ended.',
   },
   {
+    name: 'smtp_url',
+    kind: { type: 'url', protocols: ['smtp:', 'smtps:'] },
+    description:
+      'SMTP server for alert e-mails (`smtps://user:pass@mail.example.com`). Unset: e-mail alerts are off.',
+    secret: true,
+  },
+  {
+    name: 'smtp_from',
+    kind: {
+      type: 'string',
+      pattern: /^[^\s@]+@[^\s@]+$|^.*<[^\s@]+@[^\s@]+>$/,
+      accepted: 'an e-mail address',
+    },
+    default: 'tokenproxy@localhost',
+    description: 'Sender address of alert e-mails.',
+  },
+  {
+    name: 'allow_private_webhooks',
+    kind: { type: 'boolean' },
+    default: false,
+    description:
+      'Allow webhook URLs that resolve to private, loopback or link-local addresses (tests, internal receivers).',
+  },
+  {
+    name: 'webhook_retry_schedule',
+    kind: {
+      type: 'string',
+      pattern: /^\s*\d+\s*(ms|s|m|h|d)\s*(,\s*\d+\s*(ms|s|m|h|d)\s*)*$/,
+      accepted: 'comma-separated durations such as 5s,5m,30m,2h,5h,10h,10h',
+    },
+    default: '5s,5m,30m,2h,5h,10h,10h',
+    description:
+      'Delays between delivery attempts of a webhook or e-mail; after the last one it is marked failed.',
+  },
+  {
+    name: 'webhook_disable_after',
+    kind: { type: 'duration' },
+    default: '5d',
+    description: 'A webhook endpoint whose deliveries have all failed for this long is disabled.',
+  },
+  {
+    name: 'expiry_sweep_interval',
+    kind: { type: 'duration' },
+    default: '10s',
+    description: 'How often expired tokens are marked `expired` and their `token.expired` events emitted.',
+  },
+  {
     name: 'kek',
     kind: { type: 'enum', values: ['local'] },
     default: 'local',

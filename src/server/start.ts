@@ -108,6 +108,7 @@ export async function startServer(config: Config, options: StartOptions): Promis
         providers,
         publicProxyUrl,
         now,
+        plans: config.plans,
         onCredentialsChanged: () => proxyServer.invalidateCredentials(),
       },
       {

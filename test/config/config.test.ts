@@ -175,4 +175,35 @@ describe('loadConfig', () => {
       /Setting "config": cannot read \/nonexistent\/tokenproxy.json \(ENOENT\)/,
     );
   });
+
+  it('plans: the file may shrink or lift limits per plan; unnamed fields keep their default', () => {
+    const file = configFile({
+      plans: { free: { requests_per_month: 10 }, unlimited: { active_tokens: 50 } },
+    });
+    expect(loadConfig({ flags: {}, env: {}, configFile: file }).plans).toEqual({
+      free: { activeTokens: 3, requestsPerMonth: 10 },
+      unlimited: { activeTokens: 50, requestsPerMonth: null },
+    });
+    expect(loadConfig({ flags: {}, env: {} }).plans.free).toEqual({
+      activeTokens: 3,
+      requestsPerMonth: 100_000,
+    });
+  });
+
+  it.each([
+    [{ plans: { gold: {} } }, /unknown plan "gold"; plans are free, unlimited/],
+    [{ plans: { free: { active_tokens: -1 } } }, /plan "free" field "active_tokens"/],
+    [{ plans: { free: { tokens: 1 } } }, /plan "free"/],
+    [{ plans: [] }, /"plans".*must be an object/],
+  ])('plans %o are refused', (content, message) => {
+    expect(() => loadConfig({ flags: {}, env: {}, configFile: configFile(content) })).toThrow(message);
+  });
+
+  it('webhook_retry_schedule becomes a list of delays', () => {
+    const config = loadConfig({ flags: { webhook_retry_schedule: '100ms, 1s,2m' }, env: {} });
+    expect(config.webhookRetrySchedule).toEqual([100, 1000, 120_000]);
+    expect(() => loadConfig({ flags: { webhook_retry_schedule: '5s,,1m' }, env: {} })).toThrow(
+      /"webhook_retry_schedule".*comma-separated durations/,
+    );
+  });
 });

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Agent, request, type Dispatcher } from 'undici';
 import { createAccount } from '../../src/accounts/create-account.js';
+import { PLANS } from '../../src/accounts/plans.js';
 import type { UnauthorizedAttempt } from '../../src/anomalies/record.js';
 import { buildApiApp } from '../../src/api/app.js';
 import type { ApiServer } from '../../src/api/context.js';
@@ -155,6 +156,7 @@ export async function startProxyHarness(
       vault,
       providers,
       publicProxyUrl: 'https://localhost:8444',
+      plans: PLANS,
       now: () => new Date(options.now?.() ?? Date.now()),
       onCredentialsChanged: () => proxyRef.current?.invalidateCredentials(),
     },

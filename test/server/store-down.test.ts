@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PLANS } from '../../src/accounts/plans.js';
 import { buildApiApp } from '../../src/api/app.js';
 import type { ApiServer } from '../../src/api/context.js';
 import { newApiKey } from '../../src/ids/formats.js';
@@ -33,6 +34,7 @@ describe('management API with its database down', () => {
         providers: new ProviderRegistry([]),
         publicProxyUrl: 'https://localhost:8444',
         now: () => new Date(),
+        plans: PLANS,
       },
       { logger: createLogger('debug', { write: (line: string) => void logs.push(line) }), version: 'test' },
     );

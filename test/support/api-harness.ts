@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Registry } from 'prom-client';
 import { createAccount } from '../../src/accounts/create-account.js';
+import { PLANS } from '../../src/accounts/plans.js';
 import { buildApiApp } from '../../src/api/app.js';
 import type { ApiServer } from '../../src/api/context.js';
 import { createLogger } from '../../src/observability/logger.js';
@@ -60,6 +61,7 @@ export async function startApiHarness(
       vault,
       providers: new ProviderRegistry(options.providers ?? []),
       publicProxyUrl: PROXY_URL,
+      plans: PLANS,
       now,
     },
     { logger, version: 'test', metricsRegistry: options.metricsRegistry },

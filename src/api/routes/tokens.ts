@@ -1,5 +1,4 @@
 import { Type, type Static } from 'typebox';
-import { PLANS } from '../../accounts/plans.js';
 import { TokenProxyError } from '../../errors/tokenproxy-error.js';
 import {
   isId,
@@ -78,7 +77,7 @@ export function tokenRoutes(app: ApiServer, deps: ApiDeps): void {
           createdAt: now.toISOString(),
         },
         key,
-        maxActiveTokens: PLANS[account.plan].activeTokens,
+        maxActiveTokens: deps.plans[account.plan].activeTokens,
       });
       deps.onCredentialsChanged?.();
       return reply.code(201).send({ ...tokenViewAt(token, now), sanitized_key: sanitized });

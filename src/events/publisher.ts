@@ -1,0 +1,29 @@
+/**
+ * Event types tokenproxy emits (DESIGN §6). Every event is stored in a durable outbox before it is
+ * delivered to webhooks (and, for breaches, by e-mail), so nothing is lost across a restart.
+ */
+export const EVENT_TYPES = [
+  'breach.detected',
+  'quota.threshold_reached',
+  'token.revoked',
+  'token.expired',
+  'anomaly.detected',
+] as const;
+
+export type EventType = (typeof EVENT_TYPES)[number];
+
+export interface NewEvent {
+  readonly accountId: string;
+  readonly type: EventType;
+  /** The event's `data` object, exactly as receivers will see it (snake_case). */
+  readonly data: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * Records events in the outbox. `publish` resolves once the event is committed (after that it will
+ * be delivered, at least once, even if the process dies); callers on the proxy path must not await
+ * it inside a response.
+ */
+export interface EventPublisher {
+  publish(event: NewEvent): Promise<void>;
+}
