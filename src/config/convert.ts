@@ -42,6 +42,19 @@ export function convertSetting(kind: SettingKind, raw: unknown): Converted {
       const parsed = parseDuration(raw);
       return parsed.ok ? { ok: true, value: parsed.ms } : { ok: false, accepted };
     }
+    case 'number': {
+      const accepted = `${kind.integer ? 'a whole number' : 'a number'} from ${kind.min} to ${kind.max}`;
+      const n =
+        typeof raw === 'number'
+          ? raw
+          : typeof raw === 'string' && /^\d+(\.\d+)?$/.test(raw.trim())
+            ? Number(raw.trim())
+            : NaN;
+      if (!Number.isFinite(n) || n < kind.min || n > kind.max || (kind.integer && !Number.isInteger(n))) {
+        return { ok: false, accepted };
+      }
+      return { ok: true, value: n };
+    }
     case 'enum':
       if (typeof raw !== 'string' || !kind.values.includes(raw)) {
         return { ok: false, accepted: `one of ${kind.values.join(', ')}` };

@@ -47,6 +47,11 @@ export interface Config {
   readonly drainTimeoutMs: number;
   readonly logLevel: string;
   readonly providers: readonly Provider[];
+  // ---- limits (src/limits, docs/limits.md) ----
+  readonly anomalySpikeFactor: number;
+  readonly anomalyMinRequests: number;
+  readonly anomalyDistinctIps: number;
+  readonly anomalyWarmupMs: number;
   /** Where each setting came from, for the start-up banner. Values of secret settings are not kept. */
   readonly sources: Readonly<Record<SettingName, Source>>;
 }
@@ -210,6 +215,10 @@ export function loadConfig(input: ConfigInput): Config {
     drainTimeoutMs: values.drain_timeout as number,
     logLevel: values.log_level as string,
     providers: parseProviders(file.providers, input.configFile),
+    anomalySpikeFactor: values.anomaly_spike_factor as number,
+    anomalyMinRequests: values.anomaly_min_requests as number,
+    anomalyDistinctIps: values.anomaly_distinct_ips as number,
+    anomalyWarmupMs: values.anomaly_warmup as number,
     sources: sources as Record<SettingName, Source>,
   };
   return deepFreeze(config);

@@ -10,6 +10,7 @@ export type SettingKind =
   | { readonly type: 'port' }
   | { readonly type: 'boolean' }
   | { readonly type: 'duration' }
+  | { readonly type: 'number'; readonly min: number; readonly max: number; readonly integer: boolean }
   | { readonly type: 'enum'; readonly values: readonly string[] }
   | { readonly type: 'url'; readonly protocols: readonly string[] };
 
@@ -206,6 +207,34 @@ export const SETTINGS = [
     kind: { type: 'enum', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
     default: 'info',
     description: 'Minimum level of the JSON log lines on stdout.',
+  },
+  // ---- limits: anomaly detection on authorized traffic (docs/limits.md) ----
+  {
+    name: 'anomaly_spike_factor',
+    kind: { type: 'number', min: 1, max: 1000, integer: false },
+    default: 10,
+    description:
+      "A token's requests in one minute (or distinct IPs in ten) must exceed this multiple of its own baseline to count as a spike.",
+  },
+  {
+    name: 'anomaly_min_requests',
+    kind: { type: 'number', min: 1, max: 1_000_000, integer: true },
+    default: 100,
+    description: 'Requests of one token within one minute below which no rate spike is reported.',
+  },
+  {
+    name: 'anomaly_distinct_ips',
+    kind: { type: 'number', min: 2, max: 10_000, integer: true },
+    default: 20,
+    description:
+      'Distinct client IPs of one token within ten minutes below which no `many_ips` anomaly is reported.',
+  },
+  {
+    name: 'anomaly_warmup',
+    kind: { type: 'duration' },
+    default: '1h',
+    description:
+      'How long a token is observed (per process) before anomalies are reported; countries seen meanwhile are learned.',
   },
 ] as const satisfies readonly SettingSpec[];
 

@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Logger } from 'pino';
 import type { OnUnauthorized } from '../anomalies/record.js';
 import type { Config } from '../config/load.js';
+import type { ProxyLimits } from '../limits/proxy-limits.js';
 import type { ProxyMetrics } from '../observability/proxy-metrics.js';
 import type { ProviderRegistry } from '../providers/providers.js';
 import type { RequestLogSink } from '../requestlog/record.js';
@@ -35,6 +36,8 @@ export interface ProxyDeps {
   readonly onUnauthorized: OnUnauthorized;
   readonly metrics: ProxyMetrics;
   readonly countryOf: CountryOf;
+  /** IP backoff, rate limits, quotas and anomaly detection (src/limits); none when absent. */
+  readonly limits?: ProxyLimits | undefined;
   /** For unexpected failures only (vault, store); never given headers, tokens, keys or bodies. */
   readonly logger?: Logger | undefined;
   /** Wall clock in ms; defaults to Date.now. Token expiry and record timestamps use it. */

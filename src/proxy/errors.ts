@@ -13,6 +13,9 @@ export const PROXY_ERROR_MESSAGES = {
   provider_mismatch: 'This token belongs to another provider than the one named in the path.',
   origin_not_allowed: 'This token may not be used from this origin.',
   ip_not_allowed: 'This token may not be used from this IP address.',
+  ip_backoff: 'Too many unauthorized requests from this IP address; retry after the Retry-After delay.',
+  rate_limited: "This token's rate limit is used up; retry after the Retry-After delay.",
+  quota_exceeded: "The account's monthly plan quota is used up.",
   upstream_unreachable: 'The provider could not be reached.',
   upstream_timeout: 'The provider did not answer in time.',
   store_unavailable: 'The token store is unavailable; retry shortly.',
@@ -53,6 +56,8 @@ export function writeProxyError(
   code: ProxyErrorCode,
   requestId: string,
   origin: string | undefined,
+  /** More header name/value pairs (`Retry-After`, `RateLimit-*`). */
+  extra?: readonly string[] | null,
 ): number {
   const prepared = PREPARED.get(code) as PreparedError;
   const body = prepared.head + requestId + prepared.tail;
@@ -78,6 +83,7 @@ export function writeProxyError(
       EXPOSE_HEADERS,
     );
   }
+  if (extra !== undefined && extra !== null) for (const item of extra) headers.push(item);
   res.writeHead(prepared.status, headers);
   res.end(body);
   return prepared.status;

@@ -1,8 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
+import type { UnauthorizedReason } from '../anomalies/record.js';
 import { randomBase58 } from '../ids/base58.js';
 import { isSanitizedToken, secretDigest } from '../ids/formats.js';
+import type { ObservedRequest } from '../limits/anomaly-detector.js';
+import type { Admission } from '../limits/proxy-limits.js';
 import { clientIp, compileIpMatcher, type IpMatcher } from '../rules/ip-match.js';
 import { requestOrigin } from '../rules/origin-match.js';
 import { EXPOSE_HEADERS, isPreflight, writePreflight } from './cors.js';
@@ -25,6 +28,15 @@ import { Upstreams, type Upstream } from './upstream.js';
 export const CLIENT_CLOSED_STATUS = 499;
 
 const CLIENT_GONE = new Error('client closed the connection');
+
+/** Refusals that count toward IP backoff (DESIGN §10: every refused 401 and 403). */
+type DeniedCode =
+  | 'missing_token'
+  | 'invalid_token'
+  | 'token_revoked'
+  | 'token_expired'
+  | 'origin_not_allowed'
+  | 'ip_not_allowed';
 
 export class ProxyHandler {
   readonly deps: ProxyDeps;
@@ -72,8 +84,8 @@ export class ProxyHandler {
       headers.authorization,
       upstream.tokenHeader === undefined ? undefined : headers[upstream.tokenHeader],
     );
-    if (token === null) return ex.refuse('missing_token');
-    if (!isSanitizedToken(token)) return ex.refuse('invalid_token');
+    if (token === null) return ex.deny('missing_token');
+    if (!isSanitizedToken(token)) return ex.deny('invalid_token');
     let found: TokenEntry | null | Promise<TokenEntry | null>;
     try {
       found = this.tokens.get(secretDigest(token));
@@ -118,6 +130,8 @@ class Exchange implements Dispatcher.DispatchHandler {
   #sentAt = 0;
   #upstreamMs: number | null = null;
   #country: string | null | undefined;
+  /** `RateLimit-*` headers for the forwarded response of a rate-limited token. */
+  #limitHeaders: readonly string[] | null = null;
 
   constructor(ctx: ProxyHandler, req: IncomingMessage, res: ServerResponse) {
     this.#start = performance.now();
@@ -143,8 +157,8 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.res.once('close', this.#onClose);
   }
 
-  refuse(code: ProxyErrorCode): void {
-    writeProxyError(this.res, code, this.requestId, this.#originHeader);
+  refuse(code: ProxyErrorCode, extraHeaders?: readonly string[] | null): void {
+    writeProxyError(this.res, code, this.requestId, this.#originHeader, extraHeaders);
     this.#addedMs = performance.now() - this.#start;
   }
 
@@ -155,22 +169,105 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   checkToken(entry: TokenEntry | null): void {
     if (this.#clientGone) return;
-    if (entry === null) return this.refuse('invalid_token');
+    if (entry === null) return this.deny('invalid_token');
     this.#token = entry;
     const token = entry.token;
-    if (token.status === 'revoked' || entry.ciphertext === null) return this.refuse('token_revoked');
-    if (token.status === 'expired' || entry.expiresAtMs <= this.#ctx.now())
-      return this.refuse('token_expired');
+    if (token.status === 'revoked' || entry.ciphertext === null) return this.deny('token_revoked');
+    if (token.status === 'expired' || entry.expiresAtMs <= this.#ctx.now()) return this.deny('token_expired');
     const upstream = this.upstream as Upstream;
     if (token.provider !== upstream.id) return this.refuse('provider_mismatch');
-    if (!entry.origins.matches(this.#origin)) return this.#unauthorized('origin_not_allowed');
-    if (entry.ips !== null && !entry.ips.matches(this.#ip)) return this.#unauthorized('ip_not_allowed');
+    if (!entry.origins.matches(this.#origin)) return this.deny('origin_not_allowed');
+    if (entry.ips !== null && !entry.ips.matches(this.#ip)) return this.deny('ip_not_allowed');
     this.#authorized = true;
-    this.#forward(upstream, token.keyId, token.accountId, entry.ciphertext);
+    const limits = this.#ctx.deps.limits;
+    if (limits === undefined) return this.#forward(upstream, token.keyId, token.accountId, entry.ciphertext);
+    // DESIGN §4 order after the origin/IP checks: rate limit, then quota, then forward.
+    let admission: Admission | Promise<Admission> | null;
+    try {
+      limits.observe(token, this.#wallStart, this.#ip, this.#countryOf(), this);
+      admission = limits.admit(token, this.#wallStart);
+    } catch (err) {
+      this.#ctx.deps.logger?.error({ err: errorSummary(err) }, 'limits failed; forwarding');
+      admission = null;
+    }
+    if (admission instanceof Promise) {
+      admission.then(
+        (a) => this.#admitted(a),
+        (err: unknown) => {
+          this.#ctx.deps.logger?.error({ err: errorSummary(err) }, 'limits failed; forwarding');
+          this.#admitted(null);
+        },
+      );
+    } else {
+      this.#admitted(admission);
+    }
   }
 
-  #unauthorized(reason: 'origin_not_allowed' | 'ip_not_allowed'): void {
-    this.refuse(reason);
+  /**
+   * A refused 401/403, unless the IP is in backoff: then 429 `ip_backoff` (DESIGN §4 and §10). Either
+   * way the attempt counts toward the IP's backoff.
+   */
+  deny(code: DeniedCode): void {
+    const limits = this.#ctx.deps.limits;
+    if (limits === undefined) return this.#denied(code, 0);
+    let wait: number | Promise<number>;
+    try {
+      wait = limits.unauthorized(this.#ip, this.#wallStart);
+    } catch (err) {
+      this.#ctx.deps.logger?.error({ err: errorSummary(err) }, 'ip backoff failed');
+      wait = 0;
+    }
+    if (wait instanceof Promise) {
+      wait.then(
+        (w) => this.#denied(code, w),
+        (err: unknown) => {
+          this.#ctx.deps.logger?.error({ err: errorSummary(err) }, 'ip backoff failed');
+          this.#denied(code, 0);
+        },
+      );
+    } else {
+      this.#denied(code, wait);
+    }
+  }
+
+  #denied(code: DeniedCode, retryAfter: number): void {
+    if (this.#clientGone) return;
+    if (retryAfter > 0) {
+      this.refuse('ip_backoff', ['Retry-After', String(retryAfter)]);
+      // Logged in the anomaly log when a token is known; coalesced into the breach alerts' counts.
+      if (this.#token !== null) this.#unauthorized('ip_backoff');
+      return;
+    }
+    this.refuse(code);
+    if (code === 'origin_not_allowed' || code === 'ip_not_allowed') this.#unauthorized(code);
+  }
+
+  #admitted(admission: Admission | null): void {
+    if (this.#clientGone) return;
+    if (admission !== null) {
+      if (admission.refuse !== null) return this.refuse(admission.refuse, admission.headers);
+      this.#limitHeaders = admission.headers;
+    }
+    const entry = this.#token as TokenEntry;
+    const token = entry.token;
+    this.#forward(this.upstream as Upstream, token.keyId, token.accountId, entry.ciphertext as Buffer);
+  }
+
+  /** The request as the anomaly log records it; built only when an anomaly is found. */
+  observed(): ObservedRequest {
+    const token = (this.#token as TokenEntry).token;
+    return {
+      requestId: this.requestId,
+      accountId: token.accountId,
+      tokenId: token.id,
+      origin: this.#origin ?? null,
+      ip: this.#ip,
+      country: this.#countryOf(),
+      path: this.path,
+    };
+  }
+
+  #unauthorized(reason: UnauthorizedReason): void {
     const token = (this.#token as TokenEntry).token;
     try {
       this.#ctx.deps.onUnauthorized({
@@ -269,6 +366,8 @@ class Exchange implements Dispatcher.DispatchHandler {
       }
     }
     out.push('x-tokenproxy-request-id', this.requestId);
+    const limitHeaders = this.#limitHeaders;
+    if (limitHeaders !== null) for (const item of limitHeaders) out.push(item);
     if (origin !== undefined) {
       out.push('access-control-allow-origin', origin, 'access-control-expose-headers', EXPOSE_HEADERS);
       if (!vary) out.push('vary', 'Origin');

@@ -4,15 +4,20 @@ import os from 'node:os';
 import path from 'node:path';
 import { Agent, request, type Dispatcher } from 'undici';
 import { createAccount } from '../../src/accounts/create-account.js';
-import { PLANS } from '../../src/accounts/plans.js';
+import { PLANS, type PlanLimits } from '../../src/accounts/plans.js';
+import { createAnomalyWriter, type AnomalyWriter } from '../../src/anomalies/anomaly-writer.js';
 import type { UnauthorizedAttempt } from '../../src/anomalies/record.js';
 import { buildApiApp } from '../../src/api/app.js';
 import type { ApiServer } from '../../src/api/context.js';
+import type { NewEvent } from '../../src/events/publisher.js';
+import { createLimits, type Limits } from '../../src/limits/index.js';
+import { DEFAULT_ANOMALY_SETTINGS } from '../../src/limits/anomaly-model.js';
 import { createLogger } from '../../src/observability/logger.js';
 import type { ProxyConfig } from '../../src/proxy/deps.js';
 import { createProxyServer, type ProxyServer } from '../../src/proxy/server.js';
 import { ProviderRegistry, type Provider } from '../../src/providers/providers.js';
 import type { RequestLogRecord, RequestLogSink } from '../../src/requestlog/record.js';
+import type { PlanName } from '../../src/store/records.js';
 import { generateSelfSigned } from '../../src/tls/self-signed.js';
 import { createLocalVault } from '../../src/vault/local-kek.js';
 import type { Vault } from '../../src/vault/vault.js';
@@ -38,6 +43,12 @@ export interface ProxyHarness {
   readonly dispatcher: Agent;
   readonly records: RequestLogRecord[];
   readonly unauthorized: UnauthorizedAttempt[];
+  /** Events published by the limits (only with `limits`). */
+  readonly events: NewEvent[];
+  /** The limits wired into the proxy, when `limits` was given. */
+  readonly limits: Limits | undefined;
+  /** The real anomaly log writer on the store, when `limits` was given. */
+  readonly anomalyLog: AnomalyWriter | undefined;
   /** Every pino line the proxy and the API wrote. */
   readonly logLines: string[];
   /** Every Buffer the vault's decrypt returned, in order. */
@@ -65,6 +76,7 @@ export interface TokenOptions {
   readonly allowedHosts?: string[];
   readonly allowedIps?: string[];
   readonly expiresAt?: string;
+  readonly rateLimit?: { readonly requests: number; readonly window: string };
 }
 
 export interface SendOptions {
@@ -95,6 +107,18 @@ export interface HarnessOptions {
   readonly now?: () => number;
   /** More CA certificates (PEM) the proxy trusts upstream, besides the mock's. */
   readonly extraCaPem?: string;
+  /** Turns on src/limits (IP backoff, rate limits, quotas, breach alerts, anomalies); off by default. */
+  readonly limits?: HarnessLimits;
+  /** Plan of the harness's own account (default `unlimited`). */
+  readonly accountPlan?: PlanName;
+}
+
+export interface HarnessLimits {
+  readonly plans?: Partial<Record<PlanName, PlanLimits>>;
+  readonly anomalySpikeFactor?: number;
+  readonly anomalyMinRequests?: number;
+  readonly anomalyDistinctIps?: number;
+  readonly anomalyWarmupMs?: number;
 }
 
 export async function startProxyHarness(
@@ -132,6 +156,41 @@ export async function startProxyHarness(
     close: () => Promise.resolve(),
   };
   const unauthorized: UnauthorizedAttempt[] = [];
+  const events: NewEvent[] = [];
+  const plans: Record<PlanName, PlanLimits> = { ...PLANS, ...options.limits?.plans };
+  let limits: Limits | undefined;
+  let anomalyLog: AnomalyWriter | undefined;
+  if (options.limits !== undefined) {
+    const writer = createAnomalyWriter({ store: db.store, logger, flushIntervalMs: 20 });
+    anomalyLog = writer;
+    const l = options.limits;
+    limits = createLimits({
+      config: {
+        plans,
+        anomalySpikeFactor: l.anomalySpikeFactor ?? DEFAULT_ANOMALY_SETTINGS.spikeFactor,
+        anomalyMinRequests: l.anomalyMinRequests ?? DEFAULT_ANOMALY_SETTINGS.minRequests,
+        anomalyDistinctIps: l.anomalyDistinctIps ?? DEFAULT_ANOMALY_SETTINGS.distinctIps,
+        anomalyWarmupMs: l.anomalyWarmupMs ?? DEFAULT_ANOMALY_SETTINGS.warmupMs,
+      },
+      store: db.store,
+      anomalies: {
+        onUnauthorized: (attempt) => {
+          unauthorized.push(attempt);
+          writer.onUnauthorized(attempt);
+        },
+        write: (entry) => writer.write(entry),
+      },
+      publisher: {
+        publish: (event) => {
+          events.push(event);
+          return Promise.resolve();
+        },
+      },
+      logger,
+      now: options.now,
+      breachFlushEveryMs: 0,
+    });
+  }
 
   const providers = new ProviderRegistry([
     { id: 'openai', baseUrl: mock.url, auth: { kind: 'bearer' }, builtin: false },
@@ -156,7 +215,7 @@ export async function startProxyHarness(
       vault,
       providers,
       publicProxyUrl: 'https://localhost:8444',
-      plans: PLANS,
+      plans,
       now: () => new Date(options.now?.() ?? Date.now()),
       onCredentialsChanged: () => proxyRef.current?.invalidateCredentials(),
     },
@@ -170,7 +229,8 @@ export async function startProxyHarness(
       providers,
       config,
       requestLog,
-      onUnauthorized: (attempt) => void unauthorized.push(attempt),
+      onUnauthorized: limits?.breach.onUnauthorized ?? ((attempt) => void unauthorized.push(attempt)),
+      limits: limits?.proxy,
       metrics: { observe: () => undefined },
       countryOf: (headers) => (typeof headers['cf-ipcountry'] === 'string' ? headers['cf-ipcountry'] : null),
       logger,
@@ -182,7 +242,7 @@ export async function startProxyHarness(
   const port = await proxy.listen('127.0.0.1', 0);
   const url = `https://localhost:${port}`;
   const dispatcher = new Agent({ connect: { ca: tls.certPem } });
-  const own = await createAccount(db.store, 'proxy-tests', 'unlimited', new Date());
+  const own = await createAccount(db.store, 'proxy-tests', options.accountPlan ?? 'unlimited', new Date());
 
   async function apiCall(method: string, url: string, body?: unknown) {
     const res = await api.inject({
@@ -226,6 +286,9 @@ export async function startProxyHarness(
     dispatcher,
     records,
     unauthorized,
+    events,
+    limits,
+    anomalyLog,
     logLines,
     decrypted,
     apiKey: own.apiKey,
@@ -240,6 +303,7 @@ export async function startProxyHarness(
         ...(o.keyId === undefined ? {} : { key_id: o.keyId }),
         ...(o.allowedIps === undefined ? {} : { allowed_ips: o.allowedIps }),
         ...(o.expiresAt === undefined ? {} : { expires_at: o.expiresAt }),
+        ...(o.rateLimit === undefined ? {} : { rate_limit: o.rateLimit }),
       });
       if (res.status !== 201) throw new Error(`token creation failed: ${JSON.stringify(res.body)}`);
       const body = res.body as { sanitized_key: string; token_id: string; real_key_ref: string };
@@ -283,6 +347,8 @@ export async function startProxyHarness(
     },
     async close() {
       await proxy.close(500);
+      limits?.close();
+      await anomalyLog?.close();
       await dispatcher.close();
       await api.close();
       await mock.close();

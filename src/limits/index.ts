@@ -1,0 +1,76 @@
+import type { Logger } from 'pino';
+import type { AnomalyWriter } from '../anomalies/anomaly-writer.js';
+import type { Config } from '../config/load.js';
+import type { EventPublisher } from '../events/publisher.js';
+import type { Store } from '../store/store.js';
+import { DEFAULT_ANOMALY_SETTINGS, type AnomalySettings } from './anomaly-model.js';
+import { createBreachHandler, type BreachHandler } from './breach.js';
+import { MemoryCounters, type Counters } from './counters.js';
+import { createProxyLimits, type ProxyLimits } from './proxy-limits.js';
+
+export interface Limits {
+  /** The proxy's `onUnauthorized`: anomaly log plus coalesced `breach.detected`. */
+  readonly breach: BreachHandler;
+  /** The proxy's `limits`: IP backoff, rate limits, quotas, anomaly detection. */
+  readonly proxy: ProxyLimits;
+  /** Stops the timers (sweeps, trailing alerts). */
+  close(): void;
+}
+
+export interface LimitsOptions {
+  readonly config: Pick<
+    Config,
+    'plans' | 'anomalySpikeFactor' | 'anomalyMinRequests' | 'anomalyDistinctIps' | 'anomalyWarmupMs'
+  >;
+  readonly store: Pick<Store, 'accounts'>;
+  readonly anomalies: Pick<AnomalyWriter, 'onUnauthorized' | 'write'>;
+  readonly publisher: EventPublisher;
+  readonly logger?: Logger | undefined;
+  readonly now?: (() => number) | undefined;
+  /** In-memory counters unless given (a shared implementation for several processes). */
+  readonly counters?: Counters | undefined;
+  /** Trailing breach alerts are checked this often (ms); 0 = only when `breach.flush` is called. */
+  readonly breachFlushEveryMs?: number | undefined;
+  readonly planTtlMs?: number | undefined;
+}
+
+export function anomalySettingsFrom(config: LimitsOptions['config']): AnomalySettings {
+  return {
+    ...DEFAULT_ANOMALY_SETTINGS,
+    spikeFactor: config.anomalySpikeFactor,
+    minRequests: config.anomalyMinRequests,
+    distinctIps: config.anomalyDistinctIps,
+    warmupMs: config.anomalyWarmupMs,
+  };
+}
+
+/** Everything src/limits adds to a server, built once at start (src/server/start.ts, test harness). */
+export function createLimits(options: LimitsOptions): Limits {
+  const counters = options.counters ?? new MemoryCounters();
+  const breach = createBreachHandler({
+    counters,
+    anomalies: options.anomalies,
+    publisher: options.publisher,
+    logger: options.logger,
+    now: options.now,
+    flushEveryMs: options.breachFlushEveryMs,
+  });
+  const proxy = createProxyLimits({
+    counters,
+    store: options.store,
+    plans: options.config.plans,
+    publisher: options.publisher,
+    anomalies: options.anomalies,
+    anomaly: anomalySettingsFrom(options.config),
+    logger: options.logger,
+    planTtlMs: options.planTtlMs,
+  });
+  return {
+    breach,
+    proxy,
+    close() {
+      breach.close();
+      proxy.close();
+    },
+  };
+}

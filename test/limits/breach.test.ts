@@ -1,0 +1,173 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { databases } from '../support/databases.js';
+import { APP_ORIGIN, bearer, startProxyHarness, type ProxyHarness } from '../proxy/harness.js';
+import { countBy, EVIL_ORIGIN, pool, storedAnomalies, TRUST_LOOPBACK } from './helpers.js';
+
+const UNKNOWN_TOKEN = `svc_hb_${'1'.repeat(43)}`;
+
+for (const fixture of databases) {
+  describe.skipIf(!fixture.available)(`breach actions and IP backoff (${fixture.name})`, () => {
+    let h: ProxyHarness;
+    let clock = Date.UTC(2026, 2, 10, 12, 0, 0);
+    let token: string;
+    let tokenId: string;
+    let ipCounter = 0;
+    /** A fresh client IP per test: backoff state is per IP. */
+    const freshIp = (): string => `198.51.100.${++ipCounter}`;
+
+    beforeAll(async () => {
+      h = await startProxyHarness(fixture, {
+        config: { trustProxy: TRUST_LOOPBACK },
+        now: () => clock,
+        limits: {},
+      });
+      ({ token, tokenId } = await h.createToken({ realKey: 'sk-breach-test-key-00000000000000' }));
+    });
+    afterAll(async () => {
+      await h?.close();
+    });
+    beforeEach(() => {
+      h.events.length = 0;
+      h.unauthorized.length = 0;
+    });
+
+    const from = (ip: string, origin = EVIL_ORIGIN, tok = token) => ({
+      headers: { ...bearer(tok, origin), 'x-forwarded-for': ip },
+    });
+
+    it('backoff: 403, then 429 ip_backoff with a doubling Retry-After, reset after an hour', async () => {
+      const ip = freshIp();
+      const first = await h.send('/openai/v1/models', from(ip));
+      expect(first.status).toBe(403);
+      expect(first.json.error?.code).toBe('origin_not_allowed');
+      expect(first.headers['retry-after']).toBeUndefined();
+
+      const waits: unknown[] = [];
+      for (let i = 0; i < 4; i++) {
+        const res = await h.send('/openai/v1/models', from(ip));
+        expect(res.status).toBe(429);
+        expect(res.json.error?.code).toBe('ip_backoff');
+        waits.push(res.headers['retry-after']);
+      }
+      expect(waits).toEqual(['2', '4', '8', '16']);
+
+      // Once the wait is over the next attempt is judged normally (403) and deepens the wait again.
+      clock += 16_000;
+      expect((await h.send('/openai/v1/models', from(ip))).status).toBe(403);
+      expect((await h.send('/openai/v1/models', from(ip))).headers['retry-after']).toBe('64');
+
+      // An hour without attempts: forgotten, back to 1 s.
+      clock += 60 * 60_000;
+      expect((await h.send('/openai/v1/models', from(ip))).status).toBe(403);
+      const again = await h.send('/openai/v1/models', from(ip));
+      expect([again.status, again.headers['retry-after']]).toEqual([429, '2']);
+
+      const rec = await h.recordOf(again.headers['x-tokenproxy-request-id']);
+      expect(rec).toMatchObject({ status: 429, authorized: false, tokenId, forwarded: false });
+      clock += 2 * 60 * 60_000;
+    });
+
+    it('authorized requests from a backed-off IP still succeed', async () => {
+      const ip = freshIp();
+      expect((await h.send('/openai/v1/models', from(ip))).status).toBe(403);
+      expect((await h.send('/openai/v1/models', from(ip))).status).toBe(429);
+      for (let i = 0; i < 3; i++) {
+        const ok = await h.send('/openai/v1/models', from(ip, APP_ORIGIN));
+        expect(ok.status).toBe(200);
+      }
+      expect((await h.send('/openai/v1/models', from(ip))).json.error?.code).toBe('ip_backoff');
+    });
+
+    it('token guessing (401) counts toward the backoff, raises no alert and no anomaly entry', async () => {
+      const ip = freshIp();
+      const guess = { headers: { authorization: `Bearer ${UNKNOWN_TOKEN}`, 'x-forwarded-for': ip } };
+      expect((await h.send('/openai/v1/models', guess)).json.error?.code).toBe('invalid_token');
+      const blocked = await h.send('/openai/v1/models', guess);
+      expect([blocked.status, blocked.json.error?.code, blocked.headers['retry-after']]).toEqual([
+        429,
+        'ip_backoff',
+        '2',
+      ]);
+      const none = { headers: { 'x-forwarded-for': ip } };
+      expect((await h.send('/openai/v1/models', none)).json.error?.code).toBe('ip_backoff');
+      // A real, authorized token from that IP is not affected.
+      expect((await h.send('/openai/v1/models', from(ip, APP_ORIGIN))).status).toBe(200);
+      expect(h.events).toEqual([]);
+      expect(h.unauthorized).toEqual([]);
+    });
+
+    it('breach.detected carries the attempt; ip_backoff refusals are logged, counted, never alerted', async () => {
+      const ip = freshIp();
+      await h.send('/openai/v1/chat/completions?x=1', { ...from(ip), method: 'POST', body: '{}' });
+      expect(h.events).toEqual([
+        {
+          accountId: h.accountId,
+          type: 'breach.detected',
+          data: {
+            token_id: tokenId,
+            origin: EVIL_ORIGIN,
+            ip,
+            country: null,
+            path: '/openai/v1/chat/completions',
+            reason: 'origin_not_allowed',
+            attempts: 1,
+          },
+        },
+      ]);
+      for (let i = 0; i < 5; i++) expect((await h.send('/openai/v1/models', from(ip))).status).toBe(429);
+      expect(h.events).toHaveLength(1);
+      expect(h.unauthorized.map((a) => a.reason)).toEqual([
+        'origin_not_allowed',
+        ...Array<string>(5).fill('ip_backoff'),
+      ]);
+
+      // The trailing alert after the minute covers the 5 attempts since.
+      const mine = () => h.events.filter((e) => e.data.ip === ip);
+      await h.limits?.breach.flush(clock + 59_000);
+      expect(mine()).toHaveLength(1);
+      await h.limits?.breach.flush(clock + 60_000);
+      expect(mine()).toHaveLength(2);
+      expect(mine()[1]?.data).toMatchObject({ attempts: 5, ip, token_id: tokenId });
+
+      const logged = (await storedAnomalies(h, h.db.store, tokenId)).filter((a) => a.ip === ip);
+      expect(countBy(logged, (a) => a.reason)).toEqual({ origin_not_allowed: 1, ip_backoff: 5 });
+      clock += 2 * 60 * 60_000;
+    });
+
+    it('ip_not_allowed is a breach too, coalesced per (token, origin, ip)', async () => {
+      const { token: pinned } = await h.createToken({ allowedIps: ['203.0.113.7'] });
+      const ip = freshIp();
+      const res = await h.send('/openai/v1/models', from(ip, APP_ORIGIN, pinned));
+      expect(res.json.error?.code).toBe('ip_not_allowed');
+      expect(h.events.map((e) => e.data.reason)).toEqual(['ip_not_allowed']);
+      // After its backoff wait, a second 403 within the minute is coalesced...
+      clock += 1_000;
+      expect((await h.send('/openai/v1/models', from(ip, APP_ORIGIN, pinned))).status).toBe(403);
+      expect(h.events).toHaveLength(1);
+      // ...and the first 403 after the minute alerts again with both attempts.
+      clock += 60_000;
+      expect((await h.send('/openai/v1/models', from(ip, APP_ORIGIN, pinned))).status).toBe(403);
+      expect(h.events.map((e) => e.data.attempts)).toEqual([1, 2]);
+      clock += 2 * 60 * 60_000;
+    });
+
+    it('a flood of 10,000 unauthorized requests: bounded alerts, every attempt in the anomaly log', async () => {
+      const ip = freshIp();
+      const started = Date.now();
+      const statuses = await pool(
+        10_000,
+        64,
+        async () => (await h.send('/openai/v1/models', from(ip))).status,
+      );
+      expect(Date.now() - started).toBeLessThan(60_000);
+      expect(countBy(statuses, String)).toEqual({ '403': 1, '429': 9_999 });
+      expect(h.events).toHaveLength(1);
+      await h.limits?.breach.flush(clock + 60_000);
+      expect(h.events.filter((e) => e.data.ip === ip).map((e) => e.data.attempts)).toEqual([1, 9_999]);
+      expect(h.unauthorized).toHaveLength(10_000);
+      const logged = (await storedAnomalies(h, h.db.store, tokenId)).filter((a) => a.ip === ip);
+      expect(logged).toHaveLength(10_000);
+      expect(new Set(logged.map((a) => a.id)).size).toBe(10_000);
+    }, 120_000);
+  });
+}
