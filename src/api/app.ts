@@ -8,14 +8,17 @@ import { randomBase58 } from '../ids/base58.js';
 import { isApiKey, secretDigest } from '../ids/formats.js';
 import type { ApiDeps, ApiServer } from './context.js';
 import { sendError, toTokenProxyError } from './error-handler.js';
+import { registerIdempotency } from './idempotency.js';
 import { accountRoutes } from './routes/account.js';
 import { anomalyRoutes } from './routes/anomalies.js';
+import { eventRoutes } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
 import { keyRoutes } from './routes/keys.js';
 import { logRoutes } from './routes/logs.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { providerRoutes } from './routes/providers.js';
 import { tokenRoutes } from './routes/tokens.js';
+import { webhookRoutes } from './routes/webhooks.js';
 
 export interface ApiAppOptions {
   readonly logger: FastifyBaseLogger;
@@ -126,6 +129,7 @@ export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promis
         if (request.routeOptions.url === '/v1/openapi.json') return;
         request.account = await authenticate(deps, request.headers.authorization);
       });
+      registerIdempotency(api, deps);
       api.get('/openapi.json', { schema: { hide: true } }, () => Promise.resolve(app.swagger()));
       tokenRoutes(api, deps);
       keyRoutes(api, deps);
@@ -133,6 +137,8 @@ export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promis
       providerRoutes(api, deps);
       logRoutes(api, deps);
       anomalyRoutes(api, deps);
+      webhookRoutes(api, deps);
+      eventRoutes(api, deps);
       done();
     },
     { prefix: '/v1' },

@@ -6,6 +6,7 @@ import type {
   RawReplyDefaultExpression,
 } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { HostResolver } from '../events/address-guard.js';
 import type { ProviderRegistry } from '../providers/providers.js';
 import type { PlanLimits } from '../accounts/plans.js';
 import type { AccountRecord, PlanName } from '../store/records.js';
@@ -27,6 +28,12 @@ export interface ApiDeps {
    * has the change: the proxy drops its cached token lookups so the next request sees it.
    */
   readonly onCredentialsChanged?: (() => void) | undefined;
+  /** Called after the API committed events of its own (a revoke), to wake the delivery worker. */
+  readonly onEventsCommitted?: (() => void) | undefined;
+  /** `allow_private_webhooks`: webhook URLs on private, loopback or link-local addresses (default false). */
+  readonly allowPrivateWebhooks?: boolean | undefined;
+  /** Resolves webhook host names for the creation-time address check (tests inject one). */
+  readonly resolveWebhookHost?: HostResolver | undefined;
 }
 
 export type ApiServer = FastifyInstance<

@@ -172,3 +172,37 @@ export const PatchAccountBody = Type.Object(
   },
   { additionalProperties: false },
 );
+
+export const WebhookObject = Type.Object({
+  webhook_id: Type.String(),
+  url: Type.String(),
+  events: Type.Array(Type.String(), { description: 'event types delivered, or ["*"] for all' }),
+  created_at: Timestamp,
+  disabled_at: Type.Union([Timestamp, Type.Null()], {
+    description: 'set when tokenproxy stopped delivering to it (deliveries failed for too long)',
+  }),
+  disabled_reason: Type.Union([Type.String(), Type.Null()]),
+  failing_since: Type.Union([Timestamp, Type.Null()], {
+    description: 'first failed attempt since the last successful delivery; null while healthy',
+  }),
+});
+
+export const CreatedWebhookObject = Type.Object({
+  ...WebhookObject.properties,
+  secret: Type.String({ description: 'Signing secret (whsec_…). Returned only here, once.' }),
+});
+
+export const CreateWebhookBody = Type.Object(
+  {
+    url: Type.String({ maxLength: 2048, description: 'https:// address of your receiver' }),
+    events: Type.Array(Type.String(), { description: 'event types to receive, or ["*"] for all' }),
+  },
+  { additionalProperties: false },
+);
+
+export const EventObject = Type.Object({
+  id: Type.String({ description: 'evt_…; also the webhook-id header of its deliveries' }),
+  type: Type.String(),
+  created_at: Timestamp,
+  data: Type.Record(Type.String(), Type.Unknown()),
+});

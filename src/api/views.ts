@@ -6,10 +6,20 @@ import {
   tokenStatusAt,
   type AccountRecord,
   type AnomalyEntry,
+  type EventRecord,
   type ProviderKeyRecord,
   type TokenRecord,
+  type WebhookRecord,
 } from '../store/records.js';
-import type { AccountObject, AnomalyObject, KeyObject, ProviderObject, TokenObject } from './schemas.js';
+import type {
+  AccountObject,
+  AnomalyObject,
+  EventObject,
+  KeyObject,
+  ProviderObject,
+  TokenObject,
+  WebhookObject,
+} from './schemas.js';
 
 /** Store records → the snake_case JSON objects of DESIGN §5. Nothing secret is ever copied out. */
 
@@ -94,4 +104,20 @@ export function anomalyView(entry: AnomalyEntry): Static<typeof AnomalyObject> {
     reason: entry.reason,
     kind: entry.kind,
   };
+}
+
+export function webhookView(webhook: WebhookRecord): Static<typeof WebhookObject> {
+  return {
+    webhook_id: webhook.id,
+    url: webhook.url,
+    events: [...webhook.events],
+    created_at: webhook.createdAt,
+    disabled_at: webhook.disabledAt,
+    disabled_reason: webhook.disabledReason,
+    failing_since: webhook.failingSince,
+  };
+}
+
+export function eventView(event: EventRecord): Static<typeof EventObject> {
+  return { id: event.id, type: event.type, created_at: event.createdAt, data: { ...event.data } };
 }

@@ -33,7 +33,12 @@ export const ERROR_CODES = {
   route_not_found: { status: 404, type: 'not_found' },
   token_not_found: { status: 404, type: 'not_found' },
   key_not_found: { status: 404, type: 'not_found' },
+  webhook_not_found: { status: 404, type: 'not_found' },
   key_deleted: { status: 409, type: 'conflict' },
+
+  // Idempotency-Key on POST routes (management API)
+  idempotency_conflict: { status: 409, type: 'conflict' },
+  idempotency_in_progress: { status: 409, type: 'conflict' },
 
   // Plans
   plan_limit_exceeded: { status: 403, type: 'plan_limit' },

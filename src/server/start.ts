@@ -7,6 +7,9 @@ import type { ApiServer } from '../api/context.js';
 import { publicUrl, type Config } from '../config/load.js';
 import { ProviderRegistry } from '../providers/providers.js';
 import { createAnomalyWriter } from '../anomalies/anomaly-writer.js';
+import type { EventPublisher } from '../events/publisher.js';
+import { startEvents, type RunningEvents } from '../events/start-events.js';
+import { createLimits } from '../limits/index.js';
 import { createMetrics } from '../observability/metrics.js';
 import { createRequestLogWriter } from '../requestlog/batch-writer.js';
 import { createCountryResolver } from '../requestlog/country.js';
@@ -27,6 +30,8 @@ export interface RunningServer {
   readonly publicApiUrl: string;
   readonly publicProxyUrl: string;
   readonly store: Store;
+  /** The events subsystem: `events.publisher` records events in the outbox. */
+  readonly events: RunningEvents;
   /** Stops accepting, lets in-flight requests finish up to the drain timeout, closes the store. */
   close(): Promise<void>;
 }
@@ -71,6 +76,30 @@ export async function startServer(config: Config, options: StartOptions): Promis
     stdout: config.logRequests ? (line) => void process.stdout.write(line) : undefined,
   });
   const anomalies = createAnomalyWriter({ store, logger, metrics: metrics.queue('anomaly_log') });
+  // Events (src/events): the durable outbox, its delivery worker (webhooks, e-mail) and the expiry
+  // sweeper. The public addresses are read lazily: they are known only once the listeners are bound.
+  let dashboardBase = config.publicApiUrl;
+  const events = startEvents({
+    store,
+    vault,
+    config,
+    logger,
+    now,
+    links: {
+      publicProxyUrl: () => publicProxyUrl,
+      dashboardUrl: () => `${dashboardBase ?? ''}/`,
+    },
+  });
+  // Limits (src/limits): IP backoff, rate limits, quotas, breach alerts, anomaly detection.
+  const limitsPublisher: EventPublisher = events.publisher;
+  const limits = createLimits({
+    config,
+    store,
+    anomalies,
+    publisher: limitsPublisher,
+    logger,
+    now: () => now().getTime(),
+  });
   try {
     const countryOf = await createCountryResolver(config);
     const created = await bootstrapDefaultAccount(store, now());
@@ -89,7 +118,8 @@ export async function startServer(config: Config, options: StartOptions): Promis
         providers,
         config,
         requestLog,
-        onUnauthorized: anomalies.onUnauthorized,
+        onUnauthorized: limits.breach.onUnauthorized,
+        limits: limits.proxy,
         metrics,
         countryOf,
         logger,
@@ -110,6 +140,8 @@ export async function startServer(config: Config, options: StartOptions): Promis
         now,
         plans: config.plans,
         onCredentialsChanged: () => proxyServer.invalidateCredentials(),
+        onEventsCommitted: () => events.nudge(),
+        allowPrivateWebhooks: config.allowPrivateWebhooks,
       },
       {
         logger,
@@ -122,6 +154,8 @@ export async function startServer(config: Config, options: StartOptions): Promis
   } catch (err) {
     await api?.close();
     await proxy?.close(0);
+    limits.close();
+    await events.close();
     await Promise.all([requestLog.close(), anomalies.close()]);
     await store.close();
     throw err;
@@ -133,6 +167,7 @@ export async function startServer(config: Config, options: StartOptions): Promis
   const apiUrl = `${scheme}://${urlHost(config.host)}:${apiPort}`;
   const proxyUrl = `${scheme}://${urlHost(config.host)}:${proxyPort}`;
   const publicApiUrl = config.publicApiUrl ?? publicUrl(config.host, apiPort, config.insecureHttp);
+  dashboardBase = publicApiUrl;
   print(`tokenproxy ${VERSION}`);
   print(`  management API  ${apiUrl}/v1   (public: ${publicApiUrl}/v1)`);
   print(`  proxy           ${proxyUrl}   (public: ${publicProxyUrl})`);
@@ -141,6 +176,9 @@ export async function startServer(config: Config, options: StartOptions): Promis
     print(`  TLS 1.3 certificate ${tls.generated ? 'generated' : 'loaded'}: ${tls.certPath}`);
     print(`  SHA-256 fingerprint: ${tls.fingerprint}`);
   }
+  print(
+    `  e-mail alerts   ${events.emailEnabled ? 'on' : 'off (set smtp_url to send breach alerts by e-mail)'}`,
+  );
   logger.info({ apiPort, proxyPort, dialect: store.dialect }, 'listening');
 
   const apiServer = api;
@@ -155,6 +193,7 @@ export async function startServer(config: Config, options: StartOptions): Promis
     publicApiUrl,
     publicProxyUrl,
     store,
+    events,
     close() {
       closing ??= (async () => {
         const drained = Promise.all([apiServer.close(), proxyServer.close(config.drainTimeoutMs)]);
@@ -170,6 +209,8 @@ export async function startServer(config: Config, options: StartOptions): Promis
         } finally {
           clearTimeout(timer);
           // The listeners are closed: nothing writes records any more, so flushing now loses none.
+          limits.close();
+          await events.close();
           await Promise.all([requestLog.close(), anomalies.close()]);
           await store.close();
         }

@@ -10,6 +10,13 @@ export interface DialectSupport {
   readonly target: string;
   /** Locks the selected rows until the transaction ends, where the database needs it. */
   forUpdate<DB, TB extends keyof DB, O>(query: SelectQueryBuilder<DB, TB, O>): SelectQueryBuilder<DB, TB, O>;
+  /**
+   * Locks the selected rows, skipping rows another transaction holds (PostgreSQL), so several
+   * processes claiming outbox work each get different rows. SQLite has one writer at a time anyway.
+   */
+  forUpdateSkipLocked<DB, TB extends keyof DB, O>(
+    query: SelectQueryBuilder<DB, TB, O>,
+  ): SelectQueryBuilder<DB, TB, O>;
   /** True when the error means the database could not be reached, as opposed to a failed statement. */
   isConnectionFailure(error: unknown): boolean;
   /** Runs after a transaction that destroyed secrets, to push their old bytes out of the files. */

@@ -2,9 +2,13 @@ import { sql, type Kysely } from 'kysely';
 import type { DialectName, DialectSupport } from './dialect.js';
 import { StoreUnavailableError } from './errors.js';
 import { KyselyAccountRepo } from './kysely/accounts.js';
+import { KyselyDeliveryRepo } from './kysely/deliveries.js';
+import { KyselyEventRepo } from './kysely/events.js';
+import { KyselyIdempotencyRepo } from './kysely/idempotency.js';
 import { KyselyKeyRepo } from './kysely/keys.js';
 import { KyselyAnomalyRepo, KyselyRequestLogRepo } from './kysely/logs.js';
 import { KyselyTokenRepo } from './kysely/tokens.js';
+import { KyselyWebhookRepo } from './kysely/webhooks.js';
 import { migrateToLatest } from './migrate.js';
 import type { Database } from './schema.js';
 import type { Store } from './store.js';
@@ -17,6 +21,10 @@ export class KyselyStore implements Store {
   readonly tokens: KyselyTokenRepo;
   readonly requestLogs: KyselyRequestLogRepo;
   readonly anomalies: KyselyAnomalyRepo;
+  readonly idempotency: KyselyIdempotencyRepo;
+  readonly webhooks: KyselyWebhookRepo;
+  readonly events: KyselyEventRepo;
+  readonly deliveries: KyselyDeliveryRepo;
   private closing: Promise<void> | undefined;
 
   constructor(
@@ -30,6 +38,10 @@ export class KyselyStore implements Store {
     this.tokens = new KyselyTokenRepo(ctx);
     this.requestLogs = new KyselyRequestLogRepo(ctx);
     this.anomalies = new KyselyAnomalyRepo(ctx);
+    this.webhooks = new KyselyWebhookRepo(ctx);
+    this.events = new KyselyEventRepo(ctx);
+    this.deliveries = new KyselyDeliveryRepo(ctx);
+    this.idempotency = new KyselyIdempotencyRepo(ctx);
   }
 
   async ping(): Promise<void> {

@@ -123,3 +123,42 @@ export interface AnomalyEntry {
 export function timestampPosition(entry: { readonly timestamp: string; readonly id: string }): PageAfter {
   return { createdAt: entry.timestamp, id: entry.id };
 }
+
+/** A webhook endpoint. `secret` is the signing secret as a vault envelope (never shown after creation). */
+export interface WebhookRecord {
+  readonly id: string;
+  readonly accountId: string;
+  readonly url: string;
+  /** Event types, or `['*']` for all. */
+  readonly events: readonly string[];
+  readonly secret: Buffer;
+  readonly createdAt: string;
+  readonly disabledAt: string | null;
+  readonly disabledReason: string | null;
+  /** First failed attempt since the last successful delivery; null while healthy. */
+  readonly failingSince: string | null;
+}
+
+/** An event as committed to the outbox. */
+export interface EventRecord {
+  readonly id: string;
+  readonly accountId: string;
+  readonly type: string;
+  readonly createdAt: string;
+  readonly data: Readonly<Record<string, unknown>>;
+}
+
+export type DeliveryChannel = 'webhook' | 'email';
+
+/** A delivery attempt claimed from the outbox, with everything needed to send it. */
+export interface ClaimedDelivery {
+  readonly id: string;
+  readonly channel: DeliveryChannel;
+  /** Attempts made before this one. */
+  readonly attempts: number;
+  readonly event: EventRecord;
+  /** The endpoint for webhook deliveries; null when it has been deleted since. */
+  readonly webhook: WebhookRecord | null;
+  /** Recipient of an e-mail delivery. */
+  readonly emailTo: string | null;
+}

@@ -95,6 +95,61 @@ export interface AnomaliesTable {
   details: string | null;
 }
 
+export interface IdempotencyKeysTable {
+  account_id: string;
+  idempotency_key: string;
+  fingerprint: string;
+  started_at: string;
+  expires_at: string;
+  /** Null while the first request is in flight. */
+  response_status: number | null;
+  /** Vault envelope of the response body; null while in flight. */
+  response_body: Buffer | null;
+}
+
+export interface WebhooksTable {
+  id: string;
+  account_id: string;
+  url: string;
+  /** JSON array of event types, or `["*"]`. */
+  events: string;
+  /** The signing secret, as a vault envelope. */
+  secret: Buffer;
+  created_at: string;
+  disabled_at: string | null;
+  disabled_reason: string | null;
+  /** First failed attempt since the last successful delivery; null while healthy. */
+  failing_since: string | null;
+}
+
+export interface EventsTable {
+  id: string;
+  account_id: string;
+  type: string;
+  created_at: string;
+  /** JSON object. */
+  data: string;
+}
+
+export interface DeliveriesTable {
+  id: string;
+  event_id: string;
+  account_id: string;
+  /** `webhook` or `email`. */
+  channel: string;
+  webhook_id: string | null;
+  email_to: string | null;
+  /** `pending`, `delivered` or `failed`. */
+  status: string;
+  attempts: Generated<number>;
+  next_attempt_at: string;
+  /** Lease of the process sending the attempt; expired leases are free to claim. */
+  locked_until: string | null;
+  last_error: string | null;
+  created_at: string;
+  completed_at: string | null;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -103,6 +158,10 @@ export interface Database {
   usage: UsageTable;
   request_logs: RequestLogsTable;
   anomalies: AnomaliesTable;
+  idempotency_keys: IdempotencyKeysTable;
+  webhooks: WebhooksTable;
+  events: EventsTable;
+  deliveries: DeliveriesTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;
@@ -112,3 +171,5 @@ export type NewTokenRow = Insertable<TokensTable>;
 export type RequestLogRow = Selectable<RequestLogsTable>;
 export type AnomalyRow = Selectable<AnomaliesTable>;
 export type NewProviderKeyRow = Insertable<ProviderKeysTable>;
+export type WebhookRow = Selectable<WebhooksTable>;
+export type EventRow = Selectable<EventsTable>;

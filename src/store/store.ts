@@ -1,6 +1,9 @@
 import type {
   AccountRecord,
   AnomalyEntry,
+  ClaimedDelivery,
+  EventRecord,
+  WebhookRecord,
   Page,
   PageQuery,
   PlanName,
@@ -23,6 +26,10 @@ export interface Store {
   readonly tokens: TokenRepo;
   readonly requestLogs: RequestLogRepo;
   readonly anomalies: AnomalyRepo;
+  readonly idempotency: IdempotencyRepo;
+  readonly webhooks: WebhookRepo;
+  readonly events: EventRepo;
+  readonly deliveries: DeliveryRepo;
   /** Resolves when the database answers a trivial query; rejects with StoreUnavailableError. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -90,9 +97,15 @@ export interface KeyRepo {
   rotate(accountId: string, keyId: string, rotation: KeyRotation): Promise<ProviderKeyRecord | undefined>;
   /**
    * Destroys the ciphertext and revokes every active token using the key, in one transaction.
-   * Idempotent: deleting a deleted key returns it unchanged with no revoked tokens.
+   * Idempotent: deleting a deleted key returns it unchanged with no revoked tokens. With `emit`, one
+   * event per revoked token is committed to the outbox in the same transaction.
    */
-  delete(accountId: string, keyId: string, at: string): Promise<KeyDeletion | undefined>;
+  delete(
+    accountId: string,
+    keyId: string,
+    at: string,
+    emit?: TokenEventBuilder,
+  ): Promise<KeyDeletion | undefined>;
 }
 
 export interface NewToken {
@@ -143,7 +156,22 @@ export interface TokenRepo {
     filter: { status?: TokenStatus | undefined; now: string },
     page: PageQuery,
   ): Promise<Page<TokenRecord>>;
-  revoke(accountId: string, tokenId: string, at: string): Promise<TokenRevocation | undefined>;
+  /**
+   * With `emit`, the event it builds from the revoked token is committed in the same transaction as
+   * the status change, and only when the status changed (a repeated revoke emits nothing).
+   */
+  revoke(
+    accountId: string,
+    tokenId: string,
+    at: string,
+    emit?: TokenEventBuilder,
+  ): Promise<TokenRevocation | undefined>;
+  /**
+   * Marks up to `limit` active tokens whose `expires_at` is at or before `now` as `expired` and
+   * commits the event `emit` builds for each, in one transaction. Tokens another process is
+   * expiring at the same moment are skipped, so every token is expired (and announced) once.
+   */
+  expireDue(now: string, limit: number, emit: TokenEventBuilder): Promise<readonly TokenRecord[]>;
   /** Lookup for the proxy by digest of the sanitized token; any status. */
   findByDigest(digest: string): Promise<TokenWithKey | undefined>;
   /**
@@ -183,4 +211,111 @@ export interface AnomalyRepo {
     filter: { readonly tokenId?: string | undefined },
     page: PageQuery,
   ): Promise<Page<AnomalyEntry>>;
+}
+
+export interface IdempotencyStart {
+  readonly accountId: string;
+  readonly key: string;
+  /** Digest of what the request asks for (method, path, body): a reused key must ask the same. */
+  readonly fingerprint: string;
+  readonly now: string;
+  readonly expiresAt: string;
+  /** An unfinished first request started before this is taken to have died with its process. */
+  readonly staleBefore: string;
+}
+
+export type IdempotencyBegin =
+  | { readonly state: 'started' }
+  | { readonly state: 'in_flight' }
+  | { readonly state: 'mismatch' }
+  | { readonly state: 'completed'; readonly status: number; readonly body: Buffer };
+
+/** Idempotency keys of the management API's POST routes (24 h per account and key). */
+export interface IdempotencyRepo {
+  /** Claims the key atomically, or reports what holds it. Expired and stale claims are replaced. */
+  begin(start: IdempotencyStart): Promise<IdempotencyBegin>;
+  /** Records the first response (`body` is the sealed envelope the caller made). */
+  complete(accountId: string, key: string, status: number, body: Buffer): Promise<void>;
+  /** Drops an unfinished claim, so a retry does the work again (after a 5xx, say). */
+  release(accountId: string, key: string): Promise<void>;
+  /** Deletes every key past its expiry; returns how many. */
+  purgeExpired(now: string): Promise<number>;
+}
+
+/** An event ready for the outbox; `data` is the JSON object receivers will see. */
+export interface OutboxEvent {
+  readonly id: string;
+  readonly accountId: string;
+  readonly type: string;
+  readonly createdAt: string;
+  readonly data: Readonly<Record<string, unknown>>;
+}
+
+/** Builds the event of a token status change, from the token as stored after the change. */
+export type TokenEventBuilder = (token: TokenRecord) => OutboxEvent;
+
+export interface FanOutOptions {
+  /** Event types that also get an e-mail to the account's `alert_email` (when it has one). */
+  readonly emailTypes: readonly string[];
+}
+
+export interface EventRepo {
+  /**
+   * Commits the events and, in the same transaction, one pending delivery per enabled webhook of the
+   * account that subscribes to the type (and an e-mail delivery for `emailTypes`).
+   */
+  append(events: readonly OutboxEvent[], options: FanOutOptions): Promise<void>;
+  /** The account's events, newest first. */
+  list(
+    accountId: string,
+    filter: { readonly type?: string | undefined },
+    page: PageQuery,
+  ): Promise<Page<EventRecord>>;
+}
+
+export interface NewWebhook {
+  readonly id: string;
+  readonly accountId: string;
+  readonly url: string;
+  readonly events: readonly string[];
+  /** Vault envelope of the signing secret. */
+  readonly secret: Buffer;
+  readonly createdAt: string;
+}
+
+export interface WebhookRepo {
+  create(webhook: NewWebhook): Promise<WebhookRecord>;
+  get(accountId: string, webhookId: string): Promise<WebhookRecord | undefined>;
+  list(accountId: string, page: PageQuery): Promise<Page<WebhookRecord>>;
+  /** Removes the endpoint and its pending deliveries; undefined when there is no such endpoint. */
+  delete(accountId: string, webhookId: string): Promise<WebhookRecord | undefined>;
+}
+
+/** What happened to one delivery attempt. */
+export type DeliveryOutcome =
+  | { readonly kind: 'delivered'; readonly at: string }
+  | { readonly kind: 'retry'; readonly at: string; readonly nextAttemptAt: string; readonly error: string }
+  /** No attempt left, or nothing to deliver to any more (endpoint deleted or disabled). */
+  | { readonly kind: 'failed'; readonly at: string; readonly error: string };
+
+export interface DisablePolicy {
+  /** An endpoint failing since at or before this instant is disabled. */
+  readonly failingSinceAtOrBefore: string;
+  readonly reason: string;
+}
+
+export interface DeliveryRepo {
+  /**
+   * Claims up to `limit` pending deliveries due at `now` whose lease is free, leasing them until
+   * `leaseUntil`. Two processes never claim the same delivery while its lease runs.
+   */
+  claim(now: string, leaseUntil: string, limit: number): Promise<readonly ClaimedDelivery[]>;
+  /**
+   * Records an attempt's outcome and releases the lease. For a webhook delivery it also keeps the
+   * endpoint's `failing_since`, and disables the endpoint (failing its pending deliveries) per
+   * `disable`. Returns true when this call disabled the endpoint.
+   */
+  complete(delivery: ClaimedDelivery, outcome: DeliveryOutcome, disable?: DisablePolicy): Promise<boolean>;
+  /** Pending deliveries (any lease), for shutdown reports and tests. */
+  countPending(): Promise<number>;
 }

@@ -45,6 +45,11 @@ const EXPECTED = [
   'GET /providers',
   'GET /logs',
   'GET /anomalies',
+  'POST /webhooks',
+  'GET /webhooks',
+  'GET /webhooks/{id}',
+  'DELETE /webhooks/{id}',
+  'GET /events',
 ].sort();
 
 /**
@@ -141,7 +146,7 @@ for (const fixture of databases) {
         }
       }
       expect(withBodies.sort()).toEqual(
-        ['POST /tokens', 'POST /keys', 'POST /keys/{id}/rotate', 'PATCH /account'].sort(),
+        ['POST /tokens', 'POST /keys', 'POST /keys/{id}/rotate', 'PATCH /account', 'POST /webhooks'].sort(),
       );
     });
 

@@ -424,7 +424,12 @@ for (const fixture of databases) {
       const fresh = await fixture.create({ migrate: false });
       try {
         const first = await openStoreWithoutMigrating({ database: fresh.database, dataDir: fresh.dataDir });
-        expect(await first.migrateToLatest()).toEqual(['0001_initial', '0002_request_log']);
+        expect(await first.migrateToLatest()).toEqual([
+          '0001_initial',
+          '0002_request_log',
+          '0003_events',
+          '0004_idempotency',
+        ]);
         expect(await first.migrateToLatest()).toEqual([]);
         await first.close();
         const second = await openStoreWithoutMigrating({ database: fresh.database, dataDir: fresh.dataDir });

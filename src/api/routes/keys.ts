@@ -1,4 +1,5 @@
 import { TokenProxyError } from '../../errors/tokenproxy-error.js';
+import { tokenEvent } from '../../events/token-events.js';
 import { isId, newId, realKeyHint } from '../../ids/formats.js';
 import type { ApiDeps, ApiServer } from '../context.js';
 import { listBody, pageQuery } from '../pagination.js';
@@ -103,11 +104,18 @@ export function keyRoutes(app: ApiServer, deps: ApiDeps): void {
     },
     async (request) => {
       const { id } = request.params;
+      const now = deps.now();
       const result = isId('key', id)
-        ? await deps.store.keys.delete(request.account.id, id, deps.now().toISOString())
+        ? await deps.store.keys.delete(
+            request.account.id,
+            id,
+            now.toISOString(),
+            tokenEvent('token.revoked', now, deps.publicProxyUrl),
+          )
         : undefined;
       if (!result) throw keyNotFound();
       deps.onCredentialsChanged?.();
+      if (result.revokedTokens.length > 0) deps.onEventsCommitted?.();
       return keyView(result.key);
     },
   );

@@ -10,6 +10,7 @@ import {
   sanitizedKeyHint,
   secretDigest,
 } from '../../ids/formats.js';
+import { tokenEvent } from '../../events/token-events.js';
 import { parseAllowedHosts } from '../../rules/allowed-hosts.js';
 import { parseWindow } from '../../rules/duration.js';
 import { parseAllowedIps } from '../../rules/ip-match.js';
@@ -205,10 +206,16 @@ export function tokenRoutes(app: ApiServer, deps: ApiDeps): void {
     async (request) => {
       const now = deps.now();
       const result = isTokenId(request.params.id)
-        ? await deps.store.tokens.revoke(request.account.id, request.params.id, now.toISOString())
+        ? await deps.store.tokens.revoke(
+            request.account.id,
+            request.params.id,
+            now.toISOString(),
+            tokenEvent('token.revoked', now, deps.publicProxyUrl),
+          )
         : undefined;
       if (!result) throw tokenNotFound();
       deps.onCredentialsChanged?.();
+      if (result.changed) deps.onEventsCommitted?.();
       return tokenViewAt(result.token, now);
     },
   );

@@ -106,6 +106,7 @@ export function createDatabase(options: PostgresOptions): DialectDatabase {
     name: 'postgres',
     target,
     forUpdate: (query) => query.forUpdate(),
+    forUpdateSkipLocked: (query) => query.forUpdate().skipLocked(),
     isConnectionFailure,
     // Dead row versions stay in the heap until VACUUM reclaims them; no statement can erase them now.
     purgeDestroyedSecrets: () => Promise.resolve(),

@@ -94,6 +94,7 @@ export function createDatabase(options: SqliteOptions): DialectDatabase {
     name: 'sqlite',
     target: file,
     forUpdate: (query) => query,
+    forUpdateSkipLocked: (query) => query,
     isConnectionFailure,
     async purgeDestroyedSecrets(db: Kysely<Database>): Promise<void> {
       // The WAL still holds the page images written before the deletion; fold it into the main file.

@@ -2,8 +2,9 @@ import type { Kysely } from 'kysely';
 import { StoreConflictError } from '../errors.js';
 import type { Page, PageQuery, ProviderKeyRecord, TokenRecord } from '../records.js';
 import type { Database } from '../schema.js';
-import type { KeyDeletion, KeyRepo, KeyRotation, NewProviderKey } from '../store.js';
+import type { KeyDeletion, KeyRepo, KeyRotation, NewProviderKey, TokenEventBuilder } from '../store.js';
 import type { RepoContext } from './context.js';
+import { insertEvents } from './events.js';
 import { toPage, toProviderKey, toToken } from './rows.js';
 
 /**
@@ -125,7 +126,12 @@ export class KyselyKeyRepo implements KeyRepo {
     });
   }
 
-  async delete(accountId: string, keyId: string, at: string): Promise<KeyDeletion | undefined> {
+  async delete(
+    accountId: string,
+    keyId: string,
+    at: string,
+    emit?: TokenEventBuilder,
+  ): Promise<KeyDeletion | undefined> {
     const deletion = await this.ctx.db.transaction().execute(async (trx) => {
       const key = await lockKey(this.ctx, trx, accountId, keyId);
       if (key === undefined) return undefined;
@@ -146,6 +152,7 @@ export class KyselyKeyRepo implements KeyRepo {
           .returningAll()
           .execute();
         revoked = rows.map(toToken).sort(newestFirst);
+        if (emit !== undefined) await insertEvents(trx, revoked.map(emit));
       }
       const record = await findKey(trx, accountId, keyId, at);
       if (record === undefined) throw new Error(`key ${keyId} vanished inside its own transaction`);

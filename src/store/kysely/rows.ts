@@ -3,6 +3,8 @@ import {
   TOKEN_STATUSES,
   type AccountRecord,
   type AnomalyEntry,
+  type EventRecord,
+  type WebhookRecord,
   type Page,
   type PlanName,
   type ProviderKeyRecord,
@@ -11,7 +13,15 @@ import {
   type TokenRecord,
   type TokenStatus,
 } from '../records.js';
-import type { AccountRow, AnomalyRow, ProviderKeyRow, RequestLogRow, TokenRow } from '../schema.js';
+import type {
+  AccountRow,
+  AnomalyRow,
+  EventRow,
+  ProviderKeyRow,
+  RequestLogRow,
+  TokenRow,
+  WebhookRow,
+} from '../schema.js';
 
 /** Row ↔ record conversion. Stored values are checked, so a corrupt row fails loudly, not downstream. */
 
@@ -55,7 +65,7 @@ export function toProviderKey(row: ProviderKeyRowWithCount): ProviderKeyRecord {
   };
 }
 
-function parseStringArray(column: string, text: string): string[] {
+export function parseStringArray(column: string, text: string): string[] {
   const value: unknown = JSON.parse(text);
   if (!Array.isArray(value) || !value.every((item): item is string => typeof item === 'string')) {
     throw corrupt(column, text);
@@ -138,4 +148,34 @@ export function toAnomaly(row: AnomalyRow): AnomalyEntry {
 /** Lists fetch one row more than asked: its presence is `hasMore`. */
 export function toPage<R, T>(rows: readonly R[], limit: number, map: (row: R) => T): Page<T> {
   return { items: rows.slice(0, limit).map(map), hasMore: rows.length > limit };
+}
+
+export function toWebhook(row: WebhookRow): WebhookRecord {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    url: row.url,
+    events: parseStringArray('webhooks.events', row.events),
+    secret: row.secret,
+    createdAt: row.created_at,
+    disabledAt: row.disabled_at,
+    disabledReason: row.disabled_reason,
+    failingSince: row.failing_since,
+  };
+}
+
+export function parseEventData(text: string): Readonly<Record<string, unknown>> {
+  const value: unknown = JSON.parse(text);
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw corrupt('events.data', text);
+  return value as Record<string, unknown>;
+}
+
+export function toEvent(row: EventRow): EventRecord {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    type: row.type,
+    createdAt: row.created_at,
+    data: parseEventData(row.data),
+  };
 }

@@ -3,9 +3,17 @@ import { usagePeriod } from '../../accounts/plans.js';
 import { StoreConflictError, StoreNotFoundError, StorePlanLimitError } from '../errors.js';
 import type { Page, PageQuery, TokenRecord, TokenStatus } from '../records.js';
 import type { Database } from '../schema.js';
-import type { TokenCreation, TokenRepo, TokenRevocation, TokenUsage, TokenWithKey } from '../store.js';
+import type {
+  TokenCreation,
+  TokenEventBuilder,
+  TokenRepo,
+  TokenRevocation,
+  TokenUsage,
+  TokenWithKey,
+} from '../store.js';
 import { countActiveTokens } from './accounts.js';
 import type { RepoContext } from './context.js';
+import { insertEvents } from './events.js';
 import { insertKey, lockKey } from './keys.js';
 import { rateLimitText, toPage, toToken } from './rows.js';
 
@@ -112,19 +120,63 @@ export class KyselyTokenRepo implements TokenRepo {
     return toPage(rows, page.limit, toToken);
   }
 
-  async revoke(accountId: string, tokenId: string, at: string): Promise<TokenRevocation | undefined> {
-    // One conditional UPDATE: of two concurrent revocations exactly one sees `changed`.
-    const row = await this.ctx.db
-      .updateTable('tokens')
-      .set({ status: 'revoked', revoked_at: at })
-      .where('account_id', '=', accountId)
-      .where('id', '=', tokenId)
-      .where('status', '<>', 'revoked')
-      .returningAll()
-      .executeTakeFirst();
-    if (row !== undefined) return { token: toToken(row), changed: true };
-    const token = await findToken(this.ctx.db, accountId, tokenId);
-    return token === undefined ? undefined : { token, changed: false };
+  async revoke(
+    accountId: string,
+    tokenId: string,
+    at: string,
+    emit?: TokenEventBuilder,
+  ): Promise<TokenRevocation | undefined> {
+    return this.ctx.db.transaction().execute(async (trx) => {
+      // One conditional UPDATE: of two concurrent revocations exactly one sees `changed`, so exactly
+      // one commits the event.
+      const row = await trx
+        .updateTable('tokens')
+        .set({ status: 'revoked', revoked_at: at })
+        .where('account_id', '=', accountId)
+        .where('id', '=', tokenId)
+        .where('status', '<>', 'revoked')
+        .returningAll()
+        .executeTakeFirst();
+      if (row !== undefined) {
+        const token = toToken(row);
+        if (emit !== undefined) await insertEvents(trx, [emit(token)]);
+        return { token, changed: true };
+      }
+      const token = await findToken(trx, accountId, tokenId);
+      return token === undefined ? undefined : { token, changed: false };
+    });
+  }
+
+  async expireDue(now: string, limit: number, emit: TokenEventBuilder): Promise<readonly TokenRecord[]> {
+    return this.ctx.db.transaction().execute(async (trx) => {
+      const due = await this.ctx.dialect
+        .forUpdateSkipLocked(
+          trx
+            .selectFrom('tokens')
+            .select('id')
+            .where('status', '=', 'active')
+            .where('expires_at', '<=', now)
+            .orderBy('expires_at')
+            .limit(limit),
+        )
+        .execute();
+      if (due.length === 0) return [];
+      // Still conditional on `active`: a token revoked meanwhile keeps its revocation.
+      const rows = await trx
+        .updateTable('tokens')
+        .set({ status: 'expired' })
+        .where(
+          'id',
+          'in',
+          due.map((row) => row.id),
+        )
+        .where('status', '=', 'active')
+        .returningAll()
+        .execute();
+      const tokens = rows.map(toToken);
+      await insertEvents(trx, tokens.map(emit));
+      return tokens;
+    });
   }
 
   async findByDigest(digest: string): Promise<TokenWithKey | undefined> {

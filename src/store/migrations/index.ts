@@ -2,6 +2,8 @@ import type { Kysely, Migration, MigrationProvider } from 'kysely';
 import type { DialectName } from '../dialect.js';
 import * as m0001 from './0001_initial.js';
 import * as m0002 from './0002_request_log.js';
+import * as m0003 from './0003_events.js';
+import * as m0004 from './0004_idempotency.js';
 
 /** A migration module: plain Kysely DDL, branching on the dialect only for column types. */
 interface MigrationModule {
@@ -17,6 +19,8 @@ interface MigrationModule {
 const MIGRATIONS: Readonly<Record<string, MigrationModule>> = {
   '0001_initial': m0001,
   '0002_request_log': m0002,
+  '0003_events': m0003,
+  '0004_idempotency': m0004,
 };
 
 export function migrationProvider(dialect: DialectName): MigrationProvider {

@@ -1,0 +1,105 @@
+import { createTransport, type Transporter } from 'nodemailer';
+import type { EventRecord, TokenRecord } from '../store/records.js';
+import type { AttemptResult } from './webhook-sender.js';
+
+/** Breach alerts by e-mail (DESIGN §6), over the SMTP server of `smtp_url`. */
+
+export interface Mailer {
+  send(message: { to: string; subject: string; text: string; html: string }): Promise<AttemptResult>;
+  close(): void;
+}
+
+export function createMailer(smtpUrl: string, from: string, timeoutMs: number): Mailer {
+  const transport: Transporter = createTransport({
+    url: smtpUrl,
+    connectionTimeout: timeoutMs,
+    greetingTimeout: timeoutMs,
+    socketTimeout: timeoutMs,
+  });
+  return {
+    async send(message) {
+      try {
+        await transport.sendMail({ from, ...message });
+        return { ok: true };
+      } catch (error) {
+        // SMTP errors carry the server's reply, never the URL (and so never its password).
+        const code = (error as { code?: unknown; responseCode?: unknown }).code;
+        const reply = (error as { responseCode?: unknown }).responseCode;
+        return {
+          ok: false,
+          error: `SMTP ${typeof code === 'string' ? code : 'error'}${typeof reply === 'number' ? ` ${reply}` : ''}`,
+        };
+      }
+    },
+    close: () => transport.close(),
+  };
+}
+
+function text(value: unknown): string {
+  if (value === null || value === undefined || value === '') return '(none)';
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+function escapeHtml(value: string): string {
+  return value.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+const REASONS: Readonly<Record<string, string>> = {
+  origin_not_allowed: 'the origin is not in the token’s allowed hosts',
+  ip_not_allowed: 'the IP address is not in the token’s allowed IPs',
+};
+
+/**
+ * The breach alert: short, plain text plus the same as simple HTML. It names the token by name, id
+ * and hint (never the token itself) and says how many refused requests it covers.
+ */
+export function breachEmail(
+  event: EventRecord,
+  token: TokenRecord | undefined,
+  dashboardUrl: string,
+): { subject: string; text: string; html: string } {
+  const d = event.data;
+  const attempts = typeof d.attempts === 'number' ? d.attempts : 1;
+  const tokenName = token?.name ?? 'unknown token';
+  const reason = typeof d.reason === 'string' ? (REASONS[d.reason] ?? d.reason) : '(unknown)';
+  const rows: [string, string][] = [
+    ['Token', `${tokenName} (${text(d.token_id)}, ${token?.hint ?? 'hint unavailable'})`],
+    ['Origin', text(d.origin)],
+    ['IP address', text(d.ip)],
+    ['Country', text(d.country)],
+    ['Path', text(d.path)],
+    ['Reason', reason],
+    ['Attempts', String(attempts)],
+    ['First seen', event.createdAt],
+    ['Event', event.id],
+  ];
+  const subject = `tokenproxy alert: token "${tokenName}" used from an unauthorized ${d.reason === 'ip_not_allowed' ? 'IP' : 'origin'}`;
+  const intro =
+    attempts === 1
+      ? 'tokenproxy refused a request made with one of your tokens:'
+      : `tokenproxy refused ${attempts} requests made with one of your tokens:`;
+  const advice =
+    'The requests were refused; the real key was not used. If you do not recognise them, revoke the token ' +
+    'and create a new one.';
+  const width = Math.max(...rows.map(([k]) => k.length));
+  const plain = [
+    intro,
+    '',
+    ...rows.map(([k, v]) => `  ${`${k}:`.padEnd(width + 1)} ${v}`),
+    '',
+    advice,
+    `Dashboard: ${dashboardUrl}`,
+    '',
+  ].join('\n');
+  const html = [
+    '<!doctype html><html><body style="font-family:sans-serif">',
+    `<p>${escapeHtml(intro)}</p>`,
+    '<table cellpadding="4" style="border-collapse:collapse">',
+    ...rows.map(([k, v]) => `<tr><th align="left">${escapeHtml(k)}</th><td>${escapeHtml(v)}</td></tr>`),
+    '</table>',
+    `<p>${escapeHtml(advice)}</p>`,
+    `<p><a href="${escapeHtml(dashboardUrl)}">Open the dashboard</a></p>`,
+    '</body></html>',
+  ].join('\n');
+  return { subject, text: plain, html };
+}

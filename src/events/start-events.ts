@@ -1,0 +1,145 @@
+import type { Logger } from 'pino';
+import type { Config } from '../config/load.js';
+import type { ClaimedDelivery } from '../store/records.js';
+import type { Store } from '../store/store.js';
+import type { Vault } from '../vault/vault.js';
+import { VERSION } from '../version.js';
+import { systemResolver, type HostResolver } from './address-guard.js';
+import { startDeliveryWorker, type DeliverySender } from './delivery-worker.js';
+import { breachEmail, createMailer, type Mailer } from './email.js';
+import { startExpirySweeper } from './expiry-sweeper.js';
+import { createOutboxPublisher } from './outbox-publisher.js';
+import type { EventPublisher } from './publisher.js';
+import { sendWebhook } from './webhook-sender.js';
+
+/** Event types that also go out by e-mail to the account's `alert_email`. */
+export const EMAIL_EVENT_TYPES = ['breach.detected'] as const;
+
+export const DELIVERY_TIMEOUT_MS = 15_000;
+const POLL_INTERVAL_MS = 1000;
+const CONCURRENCY = 8;
+
+export interface StartEventsOptions {
+  readonly store: Store;
+  readonly vault: Vault;
+  readonly config: Pick<
+    Config,
+    | 'smtpUrl'
+    | 'smtpFrom'
+    | 'allowPrivateWebhooks'
+    | 'webhookRetrySchedule'
+    | 'webhookDisableAfterMs'
+    | 'expirySweepIntervalMs'
+  >;
+  readonly logger: Logger;
+  readonly now?: (() => Date) | undefined;
+  /**
+   * Public addresses, read when needed: start-up learns them only after the listeners have bound,
+   * while the publisher is needed before (the proxy's breach hook).
+   */
+  readonly links: { readonly publicProxyUrl: () => string; readonly dashboardUrl: () => string };
+  readonly resolver?: HostResolver | undefined;
+  readonly deliveryTimeoutMs?: number | undefined;
+  readonly pollIntervalMs?: number | undefined;
+}
+
+export interface RunningEvents {
+  readonly publisher: EventPublisher;
+  /** Wake the delivery worker (after the API committed events of its own, such as a revoke). */
+  nudge(): void;
+  /** Marks expired tokens now instead of at the next interval. */
+  sweepExpired(): Promise<number>;
+  /** Resolves once no delivery is in flight or due right now (tests). */
+  idle(): Promise<void>;
+  readonly emailEnabled: boolean;
+  /** Stops the sweeper and the worker, letting attempts in flight finish. Call after the listeners drained. */
+  close(): Promise<void>;
+}
+
+/** The events subsystem: outbox publisher, delivery worker (webhooks and e-mail) and expiry sweeper. */
+export function startEvents(options: StartEventsOptions): RunningEvents {
+  const { store, vault, config, logger } = options;
+  const now = options.now ?? (() => new Date());
+  const timeoutMs = options.deliveryTimeoutMs ?? DELIVERY_TIMEOUT_MS;
+  const resolver = options.resolver ?? systemResolver;
+  const mailer: Mailer | undefined =
+    config.smtpUrl === undefined ? undefined : createMailer(config.smtpUrl, config.smtpFrom, timeoutMs);
+  if (mailer === undefined) {
+    logger.warn('e-mail alerts are off: set smtp_url to send breach alerts to the accounts’ alert_email');
+  }
+
+  const send: DeliverySender = async (delivery: ClaimedDelivery) => {
+    if (delivery.channel === 'email') {
+      if (mailer === undefined || delivery.emailTo === null) {
+        return { ok: false, error: 'e-mail alerts are off (no smtp_url)', permanent: true };
+      }
+      const token =
+        typeof delivery.event.data.token_id === 'string'
+          ? await store.tokens.get(delivery.event.accountId, delivery.event.data.token_id)
+          : undefined;
+      return mailer.send({
+        to: delivery.emailTo,
+        ...breachEmail(delivery.event, token, options.links.dashboardUrl()),
+      });
+    }
+    const webhook = delivery.webhook;
+    if (webhook === null) return { ok: false, error: 'endpoint deleted', permanent: true };
+    if (webhook.disabledAt !== null) return { ok: false, error: 'endpoint disabled', permanent: true };
+    const key = vault.decrypt(webhook.secret, { keyId: webhook.id, accountId: webhook.accountId });
+    try {
+      return await sendWebhook(webhook.url, key, delivery.event, Math.floor(now().getTime() / 1000), {
+        allowPrivate: config.allowPrivateWebhooks,
+        resolver,
+        timeoutMs,
+        userAgent: `tokenproxy/${VERSION} (webhooks)`,
+      });
+    } finally {
+      key.fill(0);
+    }
+  };
+
+  const worker = startDeliveryWorker({
+    store,
+    logger,
+    now,
+    send,
+    retrySchedule: config.webhookRetrySchedule,
+    disableAfterMs: config.webhookDisableAfterMs,
+    concurrency: CONCURRENCY,
+    pollIntervalMs: options.pollIntervalMs ?? POLL_INTERVAL_MS,
+    // Longer than any attempt (DNS + connect + answer within the timeout), with room for the commit.
+    leaseMs: timeoutMs * 2,
+  });
+  const nudge = (): void => worker.nudge();
+  const publisher = createOutboxPublisher({
+    store,
+    now,
+    emailTypes: mailer === undefined ? [] : EMAIL_EVENT_TYPES,
+    onCommitted: nudge,
+  });
+  const sweeper = startExpirySweeper({
+    store,
+    logger,
+    now,
+    intervalMs: config.expirySweepIntervalMs,
+    publicProxyUrl: options.links.publicProxyUrl,
+    onExpired: nudge,
+  });
+
+  let closing: Promise<void> | undefined;
+  return {
+    publisher,
+    nudge,
+    sweepExpired: () => sweeper.sweep(),
+    idle: () => worker.idle(),
+    emailEnabled: mailer !== undefined,
+    close() {
+      closing ??= (async () => {
+        await sweeper.close();
+        await worker.close();
+        mailer?.close();
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,195 @@
+import type { ClaimedDelivery, DeliveryChannel } from '../records.js';
+import type { DeliveryOutcome, DeliveryRepo, DisablePolicy } from '../store.js';
+import type { RepoContext } from './context.js';
+import { parseEventData, toWebhook } from './rows.js';
+
+function isChannel(value: string): value is DeliveryChannel {
+  return value === 'webhook' || value === 'email';
+}
+
+export class KyselyDeliveryRepo implements DeliveryRepo {
+  constructor(private readonly ctx: RepoContext) {}
+
+  async claim(now: string, leaseUntil: string, limit: number): Promise<readonly ClaimedDelivery[]> {
+    if (limit <= 0) return [];
+    const { db, dialect } = this.ctx;
+    const due = (qb: typeof db) =>
+      qb
+        .selectFrom('deliveries')
+        .select('id')
+        .where('status', '=', 'pending')
+        .where('next_attempt_at', '<=', now)
+        .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<=', now)]));
+    // A plain read first: an idle outbox is polled often, and SQLite would take its write lock for
+    // every empty claim otherwise.
+    const any = await due(db).limit(1).executeTakeFirst();
+    if (any === undefined) return [];
+
+    return db.transaction().execute(async (trx) => {
+      const rows = await dialect
+        .forUpdateSkipLocked(due(trx).orderBy('next_attempt_at').orderBy('id').limit(limit))
+        .execute();
+      const ids = rows.map((row) => row.id);
+      if (ids.length === 0) return [];
+      await trx.updateTable('deliveries').set({ locked_until: leaseUntil }).where('id', 'in', ids).execute();
+      const claimed = await trx
+        .selectFrom('deliveries')
+        .innerJoin('events', 'events.id', 'deliveries.event_id')
+        .leftJoin('webhooks', 'webhooks.id', 'deliveries.webhook_id')
+        .select([
+          'deliveries.id as id',
+          'deliveries.channel as channel',
+          'deliveries.attempts as attempts',
+          'deliveries.email_to as email_to',
+          'events.id as event_id',
+          'events.account_id as event_account_id',
+          'events.type as event_type',
+          'events.created_at as event_created_at',
+          'events.data as event_data',
+          'webhooks.id as wh_id',
+          'webhooks.account_id as wh_account_id',
+          'webhooks.url as wh_url',
+          'webhooks.events as wh_events',
+          'webhooks.secret as wh_secret',
+          'webhooks.created_at as wh_created_at',
+          'webhooks.disabled_at as wh_disabled_at',
+          'webhooks.disabled_reason as wh_disabled_reason',
+          'webhooks.failing_since as wh_failing_since',
+        ])
+        .where('deliveries.id', 'in', ids)
+        .orderBy('deliveries.next_attempt_at')
+        .execute();
+      return claimed.map((row): ClaimedDelivery => {
+        if (!isChannel(row.channel))
+          throw new Error(`unexpected stored value in deliveries.channel: ${row.channel}`);
+        const webhook =
+          row.wh_id === null ||
+          row.wh_account_id === null ||
+          row.wh_url === null ||
+          row.wh_events === null ||
+          row.wh_secret === null ||
+          row.wh_created_at === null
+            ? null
+            : toWebhook({
+                id: row.wh_id,
+                account_id: row.wh_account_id,
+                url: row.wh_url,
+                events: row.wh_events,
+                secret: row.wh_secret,
+                created_at: row.wh_created_at,
+                disabled_at: row.wh_disabled_at,
+                disabled_reason: row.wh_disabled_reason,
+                failing_since: row.wh_failing_since,
+              });
+        return {
+          id: row.id,
+          channel: row.channel,
+          attempts: row.attempts,
+          emailTo: row.email_to,
+          webhook,
+          event: {
+            id: row.event_id,
+            accountId: row.event_account_id,
+            type: row.event_type,
+            createdAt: row.event_created_at,
+            data: parseEventData(row.event_data),
+          },
+        };
+      });
+    });
+  }
+
+  async complete(
+    delivery: ClaimedDelivery,
+    outcome: DeliveryOutcome,
+    disable?: DisablePolicy,
+  ): Promise<boolean> {
+    return this.ctx.db.transaction().execute(async (trx) => {
+      const attempts = delivery.attempts + 1;
+      switch (outcome.kind) {
+        case 'delivered':
+          await trx
+            .updateTable('deliveries')
+            .set({
+              status: 'delivered',
+              attempts,
+              locked_until: null,
+              last_error: null,
+              completed_at: outcome.at,
+            })
+            .where('id', '=', delivery.id)
+            .execute();
+          break;
+        case 'retry':
+          await trx
+            .updateTable('deliveries')
+            .set({
+              attempts,
+              locked_until: null,
+              last_error: outcome.error,
+              next_attempt_at: outcome.nextAttemptAt,
+            })
+            .where('id', '=', delivery.id)
+            .where('status', '=', 'pending')
+            .execute();
+          break;
+        case 'failed':
+          await trx
+            .updateTable('deliveries')
+            .set({
+              status: 'failed',
+              attempts,
+              locked_until: null,
+              last_error: outcome.error,
+              completed_at: outcome.at,
+            })
+            .where('id', '=', delivery.id)
+            .execute();
+          break;
+      }
+      const webhookId = delivery.channel === 'webhook' ? delivery.webhook?.id : undefined;
+      if (webhookId === undefined) return false;
+      if (outcome.kind === 'delivered') {
+        await trx.updateTable('webhooks').set({ failing_since: null }).where('id', '=', webhookId).execute();
+        return false;
+      }
+      await trx
+        .updateTable('webhooks')
+        .set({ failing_since: outcome.at })
+        .where('id', '=', webhookId)
+        .where('failing_since', 'is', null)
+        .execute();
+      if (disable === undefined) return false;
+      const disabled = await trx
+        .updateTable('webhooks')
+        .set({ disabled_at: outcome.at, disabled_reason: disable.reason })
+        .where('id', '=', webhookId)
+        .where('disabled_at', 'is', null)
+        .where('failing_since', '<=', disable.failingSinceAtOrBefore)
+        .returning('id')
+        .executeTakeFirst();
+      if (disabled === undefined) return false;
+      await trx
+        .updateTable('deliveries')
+        .set({
+          status: 'failed',
+          locked_until: null,
+          last_error: 'endpoint disabled',
+          completed_at: outcome.at,
+        })
+        .where('webhook_id', '=', webhookId)
+        .where('status', '=', 'pending')
+        .execute();
+      return true;
+    });
+  }
+
+  async countPending(): Promise<number> {
+    const row = await this.ctx.db
+      .selectFrom('deliveries')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('status', '=', 'pending')
+      .executeTakeFirstOrThrow();
+    return row.n;
+  }
+}

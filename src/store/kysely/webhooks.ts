@@ -1,0 +1,72 @@
+import type { Page, PageQuery, WebhookRecord } from '../records.js';
+import type { NewWebhook, WebhookRepo } from '../store.js';
+import type { RepoContext } from './context.js';
+import { toPage, toWebhook } from './rows.js';
+
+export class KyselyWebhookRepo implements WebhookRepo {
+  constructor(private readonly ctx: RepoContext) {}
+
+  async create(webhook: NewWebhook): Promise<WebhookRecord> {
+    const row = await this.ctx.db
+      .insertInto('webhooks')
+      .values({
+        id: webhook.id,
+        account_id: webhook.accountId,
+        url: webhook.url,
+        events: JSON.stringify(webhook.events),
+        secret: webhook.secret,
+        created_at: webhook.createdAt,
+        disabled_at: null,
+        disabled_reason: null,
+        failing_since: null,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return toWebhook(row);
+  }
+
+  async get(accountId: string, webhookId: string): Promise<WebhookRecord | undefined> {
+    const row = await this.ctx.db
+      .selectFrom('webhooks')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('id', '=', webhookId)
+      .executeTakeFirst();
+    return row === undefined ? undefined : toWebhook(row);
+  }
+
+  async list(accountId: string, page: PageQuery): Promise<Page<WebhookRecord>> {
+    const { after } = page;
+    let query = this.ctx.db.selectFrom('webhooks').selectAll().where('account_id', '=', accountId);
+    if (after !== undefined) {
+      query = query.where((eb) =>
+        eb(eb.refTuple('created_at', 'id'), '<', eb.tuple(after.createdAt, after.id)),
+      );
+    }
+    const rows = await query
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(page.limit + 1)
+      .execute();
+    return toPage(rows, page.limit, toWebhook);
+  }
+
+  async delete(accountId: string, webhookId: string): Promise<WebhookRecord | undefined> {
+    return this.ctx.db.transaction().execute(async (trx) => {
+      const row = await trx
+        .deleteFrom('webhooks')
+        .where('account_id', '=', accountId)
+        .where('id', '=', webhookId)
+        .returningAll()
+        .executeTakeFirst();
+      if (row === undefined) return undefined;
+      // Nothing is left to deliver them to; delivered and failed rows stay as history.
+      await trx
+        .deleteFrom('deliveries')
+        .where('webhook_id', '=', webhookId)
+        .where('status', '=', 'pending')
+        .execute();
+      return toWebhook(row);
+    });
+  }
+}
