@@ -1,0 +1,191 @@
+/**
+ * Objects of the management API (DESIGN §5) as this library shows them: camelCase, and the object's
+ * own id as `id`. Timestamps are ISO 8601 UTC strings with milliseconds, as sent.
+ */
+
+export interface RateLimit {
+  readonly requests: number;
+  /** A count and a unit: `30s`, `1m`, `1h`, `1d`. */
+  readonly window: string;
+}
+
+export type TokenStatus = 'active' | 'revoked' | 'expired';
+
+export interface Token {
+  /** The token_id (not secret). */
+  readonly id: string;
+  readonly name: string;
+  readonly targetProvider: string;
+  /** Id of the key resource holding the real key. */
+  readonly realKeyRef: string;
+  readonly authorizedOrigins: string[];
+  readonly authorizedIps: string[];
+  readonly rateLimit: RateLimit | null;
+  readonly status: TokenStatus;
+  readonly createdAt: string;
+  readonly lastUsedAt: string | null;
+  readonly expiresAt: string | null;
+  readonly revokedAt: string | null;
+  readonly requestCount: number;
+  readonly sanitizedKeyHint: string;
+  /** Base URL for provider SDKs: `baseURL: proxyBaseUrl + '/v1'` for OpenAI. */
+  readonly proxyBaseUrl: string;
+}
+
+export interface CreatedToken extends Token {
+  /** The sanitized token `svc_hb_…`, returned only by `tokens.create`. */
+  readonly sanitizedKey: string;
+}
+
+export interface Key {
+  readonly id: string;
+  readonly name: string;
+  readonly provider: string;
+  /** Last 4 characters of the real key ("" for keys under 12 characters). */
+  readonly hint: string;
+  readonly createdAt: string;
+  readonly rotatedAt: string | null;
+  readonly deletedAt: string | null;
+  readonly tokenCount: number;
+}
+
+export interface Account {
+  readonly id: string;
+  readonly name: string;
+  readonly plan: string;
+  readonly limits: { readonly activeTokens: number | null; readonly requestsPerMonth: number | null };
+  readonly usage: { readonly periodStart: string; readonly requests: number; readonly activeTokens: number };
+  readonly alertEmail: string | null;
+  readonly createdAt: string;
+}
+
+export interface Provider {
+  readonly id: string;
+  readonly baseUrl: string;
+  /** `bearer` or `header:<name>`. */
+  readonly auth: string;
+  readonly builtin: boolean;
+  readonly proxyBaseUrl: string;
+}
+
+export interface Webhook {
+  readonly id: string;
+  readonly url: string;
+  /** Event types, or `["*"]` for all. */
+  readonly events: string[];
+  readonly createdAt: string;
+  /** Set when tokenproxy stopped delivering to it (deliveries failed for too long). */
+  readonly disabledAt: string | null;
+  readonly disabledReason: string | null;
+  /** First failed attempt since the last successful delivery; null while healthy. */
+  readonly failingSince: string | null;
+}
+
+export interface CreatedWebhook extends Webhook {
+  /** `whsec_…`, for `verifyWebhook`; returned only by `webhooks.create`. */
+  readonly secret: string;
+}
+
+export interface Event {
+  /** `evt_…`, also the `webhook-id` of its deliveries. */
+  readonly id: string;
+  readonly type: string;
+  readonly createdAt: string;
+  /** The event's data, names camelCased like everything else (`tokenId`). */
+  readonly data: Record<string, unknown>;
+}
+
+export interface Anomaly {
+  readonly id: string;
+  readonly timestamp: string;
+  readonly tokenId: string;
+  readonly origin: string | null;
+  readonly ip: string;
+  readonly country: string | null;
+  readonly path: string;
+  readonly reason: string;
+  readonly kind: string;
+}
+
+export interface RequestLog {
+  /** The proxied request's id (`x-tokenproxy-request-id`). */
+  readonly requestId: string;
+  readonly timestamp: string;
+  readonly tokenId: string | null;
+  readonly origin: string | null;
+  readonly ip: string;
+  readonly country: string | null;
+  readonly pop: string;
+  readonly path: string;
+  readonly status: number;
+  readonly authorized: boolean;
+  readonly latencyMs: number;
+}
+
+export interface ListParams {
+  /** Page size, 1 to 100 (server default 20). */
+  readonly limit?: number | undefined;
+  /** `nextCursor` of a previous page; iteration handles it for you. */
+  readonly cursor?: string | undefined;
+}
+
+export interface TokenCreateParams {
+  readonly name: string;
+  readonly provider: string;
+  readonly allowedHosts: readonly string[];
+  /** The provider key to protect; or `keyId` of a stored key. */
+  readonly realKey?: string | undefined;
+  readonly keyId?: string | undefined;
+  readonly allowedIps?: readonly string[] | undefined;
+  readonly rateLimit?: RateLimit | undefined;
+  readonly expiresAt?: string | Date | null | undefined;
+}
+
+export interface TokenListParams extends ListParams {
+  readonly status?: TokenStatus | undefined;
+}
+
+export interface KeyCreateParams {
+  readonly name: string;
+  readonly provider: string;
+  readonly realKey: string;
+}
+
+export interface KeyRotateParams {
+  readonly realKey: string;
+}
+
+export interface WebhookCreateParams {
+  readonly url: string;
+  readonly events: readonly string[];
+}
+
+export interface EventListParams extends ListParams {
+  readonly type?: string | undefined;
+}
+
+export interface AnomalyListParams extends ListParams {
+  readonly tokenId?: string | undefined;
+}
+
+export interface LogListParams extends ListParams {
+  readonly tokenId?: string | undefined;
+  readonly authorized?: boolean | undefined;
+}
+
+export interface AccountUpdateParams {
+  readonly name?: string | undefined;
+  /** An address, or null to clear it. */
+  readonly alertEmail?: string | null | undefined;
+}
+
+/** Per-call overrides. */
+export interface RequestOptions {
+  /**
+   * Sent as `Idempotency-Key` on POST calls (default: a random UUID per call, reused across its
+   * retries). Pass your own to make a create safe to repeat across process restarts.
+   */
+  readonly idempotencyKey?: string | undefined;
+  readonly timeoutMs?: number | undefined;
+  readonly maxRetries?: number | undefined;
+}

@@ -1,0 +1,39 @@
+"""Every library method and the one REST endpoint it calls (1:1).
+
+Methods look their endpoint up here, and the repository's coverage test compares this table with
+the server's OpenAPI document, so an endpoint without a method (or the reverse) fails the build.
+"""
+
+from typing import Dict, Tuple
+
+ROUTES: Dict[str, Tuple[str, str]] = {
+    "tokens.create": ("POST", "/tokens"),
+    "tokens.list": ("GET", "/tokens"),
+    "tokens.get": ("GET", "/tokens/:id"),
+    "tokens.revoke": ("DELETE", "/tokens/:id"),
+    "keys.create": ("POST", "/keys"),
+    "keys.list": ("GET", "/keys"),
+    "keys.get": ("GET", "/keys/:id"),
+    "keys.rotate": ("POST", "/keys/:id/rotate"),
+    "keys.delete": ("DELETE", "/keys/:id"),
+    "webhooks.create": ("POST", "/webhooks"),
+    "webhooks.list": ("GET", "/webhooks"),
+    "webhooks.get": ("GET", "/webhooks/:id"),
+    "webhooks.delete": ("DELETE", "/webhooks/:id"),
+    "events.list": ("GET", "/events"),
+    "anomalies.list": ("GET", "/anomalies"),
+    "logs.list": ("GET", "/logs"),
+    "account.get": ("GET", "/account"),
+    "account.update": ("PATCH", "/account"),
+    "providers.list": ("GET", "/providers"),
+}
+
+# The one naming exception, as in the Node.js library: the field that identifies an object itself
+# is `id` (token.id). Everything else keeps the API's snake_case names.
+ID_FIELDS: Dict[str, str] = {
+    "tokens": "token_id",
+    "keys": "key_id",
+    "webhooks": "webhook_id",
+    "anomalies": "anomaly_id",
+    "account": "account_id",
+}
