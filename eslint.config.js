@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'clients/*/dist/', 'bench/results/', 'coverage/'] },
+  { ignores: ['dist/', 'dist-bench/', 'node_modules/', 'clients/*/dist/', 'bench/results/', 'coverage/'] },
   js.configs.recommended,
   ...tseslint.configs.strictTypeChecked,
   {
