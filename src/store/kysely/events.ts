@@ -4,7 +4,7 @@ import type { EventRecord, Page, PageQuery } from '../records.js';
 import type { Database } from '../schema.js';
 import type { EventRepo, FanOutOptions, OutboxEvent } from '../store.js';
 import type { RepoContext } from './context.js';
-import { parseStringArray, toEvent, toPage } from './rows.js';
+import { newestFirstPage, parseStringArray, toEvent } from './rows.js';
 
 const NO_EMAIL: FanOutOptions = { emailTypes: [] };
 
@@ -95,19 +95,8 @@ export class KyselyEventRepo implements EventRepo {
     filter: { readonly type?: string | undefined },
     page: PageQuery,
   ): Promise<Page<EventRecord>> {
-    const { after } = page;
     let query = this.ctx.db.selectFrom('events').selectAll().where('account_id', '=', accountId);
     if (filter.type !== undefined) query = query.where('type', '=', filter.type);
-    if (after !== undefined) {
-      query = query.where((eb) =>
-        eb(eb.refTuple('created_at', 'id'), '<', eb.tuple(after.createdAt, after.id)),
-      );
-    }
-    const rows = await query
-      .orderBy('created_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(page.limit + 1)
-      .execute();
-    return toPage(rows, page.limit, toEvent);
+    return newestFirstPage(query, page, toEvent);
   }
 }

@@ -1,3 +1,4 @@
+import { sql, type SelectQueryBuilder, type SqlBool } from 'kysely';
 import {
   PLAN_NAMES,
   TOKEN_STATUSES,
@@ -6,6 +7,7 @@ import {
   type EventRecord,
   type WebhookRecord,
   type Page,
+  type PageQuery,
   type PlanName,
   type ProviderKeyRecord,
   type RateLimit,
@@ -148,6 +150,30 @@ export function toAnomaly(row: AnomalyRow): AnomalyEntry {
 /** Lists fetch one row more than asked: its presence is `hasMore`. */
 export function toPage<R, T>(rows: readonly R[], limit: number, map: (row: R) => T): Page<T> {
   return { items: rows.slice(0, limit).map(map), hasMore: rows.length > limit };
+}
+
+/**
+ * One page of a newest-first list keyed on (`created_at`, `id`) of a single table: the rows after the
+ * cursor position, one extra row fetched to know whether more follow.
+ */
+export async function newestFirstPage<DB, TB extends keyof DB, O, T>(
+  query: SelectQueryBuilder<DB, TB, O>,
+  page: PageQuery,
+  map: (row: O) => T,
+): Promise<Page<T>> {
+  const createdAt = sql.ref('created_at');
+  const id = sql.ref('id');
+  const { after } = page;
+  const filtered =
+    after === undefined
+      ? query
+      : query.where(sql<SqlBool>`(${createdAt}, ${id}) < (${after.createdAt}, ${after.id})`);
+  const rows = await filtered
+    .orderBy(createdAt, 'desc')
+    .orderBy(id, 'desc')
+    .limit(page.limit + 1)
+    .execute();
+  return toPage(rows, page.limit, map);
 }
 
 export function toWebhook(row: WebhookRow): WebhookRecord {

@@ -15,7 +15,7 @@ import { countActiveTokens } from './accounts.js';
 import type { RepoContext } from './context.js';
 import { insertEvents } from './events.js';
 import { insertKey, lockKey } from './keys.js';
-import { rateLimitText, toPage, toToken } from './rows.js';
+import { newestFirstPage, rateLimitText, toToken } from './rows.js';
 
 export class KyselyTokenRepo implements TokenRepo {
   constructor(private readonly ctx: RepoContext) {}
@@ -85,7 +85,6 @@ export class KyselyTokenRepo implements TokenRepo {
     page: PageQuery,
   ): Promise<Page<TokenRecord>> {
     const { now } = filter;
-    const { after } = page;
     let query = this.ctx.db.selectFrom('tokens').selectAll().where('account_id', '=', accountId);
     switch (filter.status) {
       case 'active':
@@ -107,17 +106,7 @@ export class KyselyTokenRepo implements TokenRepo {
       case undefined:
         break;
     }
-    if (after !== undefined) {
-      query = query.where((eb) =>
-        eb(eb.refTuple('created_at', 'id'), '<', eb.tuple(after.createdAt, after.id)),
-      );
-    }
-    const rows = await query
-      .orderBy('created_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(page.limit + 1)
-      .execute();
-    return toPage(rows, page.limit, toToken);
+    return newestFirstPage(query, page, toToken);
   }
 
   async revoke(

@@ -1,7 +1,7 @@
 import type { Page, PageQuery, WebhookRecord } from '../records.js';
 import type { NewWebhook, WebhookRepo } from '../store.js';
 import type { RepoContext } from './context.js';
-import { toPage, toWebhook } from './rows.js';
+import { newestFirstPage, toWebhook } from './rows.js';
 
 export class KyselyWebhookRepo implements WebhookRepo {
   constructor(private readonly ctx: RepoContext) {}
@@ -36,19 +36,8 @@ export class KyselyWebhookRepo implements WebhookRepo {
   }
 
   async list(accountId: string, page: PageQuery): Promise<Page<WebhookRecord>> {
-    const { after } = page;
-    let query = this.ctx.db.selectFrom('webhooks').selectAll().where('account_id', '=', accountId);
-    if (after !== undefined) {
-      query = query.where((eb) =>
-        eb(eb.refTuple('created_at', 'id'), '<', eb.tuple(after.createdAt, after.id)),
-      );
-    }
-    const rows = await query
-      .orderBy('created_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(page.limit + 1)
-      .execute();
-    return toPage(rows, page.limit, toWebhook);
+    const query = this.ctx.db.selectFrom('webhooks').selectAll().where('account_id', '=', accountId);
+    return newestFirstPage(query, page, toWebhook);
   }
 
   async delete(accountId: string, webhookId: string): Promise<WebhookRecord | undefined> {
