@@ -357,7 +357,7 @@ class Exchange implements Dispatcher.DispatchHandler {
       if (typeof value === 'string') {
         if (name === 'vary' && origin !== undefined) {
           vary = true;
-          out.push(name, `${value}, Origin`);
+          out.push(name, `${redactText(value, key)}, Origin`);
         } else {
           out.push(name, redactText(value, key));
         }

@@ -70,6 +70,8 @@ export function upstreamHeaders(
     const name = raw[i] as string;
     const lower = name.toLowerCase();
     if (DROP_REQUEST.has(lower)) continue;
+    // A custom provider's own key header may carry the caller's token: never pass it on.
+    if (lower === authName) continue;
     if (lower.startsWith('x-forwarded-') || lower.startsWith('proxy-')) continue;
     if (named?.has(lower)) continue;
     out.push(name, raw[i + 1] as string);

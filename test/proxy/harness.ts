@@ -136,6 +136,7 @@ export async function startProxyHarness(
   const vault: Vault = {
     kekId: realVault.kekId,
     encrypt: (plaintext, binding) => realVault.encrypt(plaintext, binding),
+    mac: (purpose, data) => realVault.mac(purpose, data),
     decrypt(envelope, binding) {
       const out = realVault.decrypt(envelope, binding);
       decrypted.push(out);

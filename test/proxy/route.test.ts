@@ -40,6 +40,28 @@ describe('parseTarget', () => {
     expect(parseTarget(raw)).toBeUndefined();
   });
 
+  it.each([
+    '/openai/../admin',
+    '/openai/v1/../../admin',
+    '/openai/%2e%2e/admin',
+    '/openai/%2E./admin',
+    '/openai/./v1/models',
+    '/openai/v1/..',
+    '/openai/v1/%2e',
+  ])('refuses the dot segment in %j (it could climb out of a base path)', (raw) => {
+    expect(parseTarget(raw)).toBeUndefined();
+  });
+
+  it.each([
+    '/openai/v1/files/a.b',
+    '/openai/v1/..x/y',
+    '/openai/v1/x..',
+    '/openai/v1/%2e%2ex',
+    '/openai/v1?x=/../',
+  ])('keeps %j, which has no dot segment in its path', (raw) => {
+    expect(parseTarget(raw)).toBeDefined();
+  });
+
   it('joins base path and suffix into an origin-form path', () => {
     expect(upstreamPath('', '/v1/models')).toBe('/v1/models');
     expect(upstreamPath('', '')).toBe('/');
@@ -123,6 +145,18 @@ describe('upstreamHeaders', () => {
       'X-Dup',
       'b',
       'x-api-key',
+      'REAL',
+      'accept-encoding',
+      'identity',
+    ]);
+  });
+
+  it("drops a custom provider's own key header, which may carry the caller's token", () => {
+    const raw = ['X-Acme-Key', 'svc_hb_token', 'Content-Type', 'application/json'];
+    expect(upstreamHeaders(raw, undefined, 'x-acme-key', 'REAL')).toEqual([
+      'Content-Type',
+      'application/json',
+      'x-acme-key',
       'REAL',
       'accept-encoding',
       'identity',
