@@ -22,6 +22,12 @@ const FORBIDDEN_RANGES = [
   '224.0.0.0/4', // multicast
   '240.0.0.0/4', // reserved, broadcast
   '::/96', // unspecified, loopback, IPv4-compatible
+  '::ffff:0:0:0/96', // SIIT IPv4-translated
+  '64:ff9b::/96', // NAT64: reaches any IPv4 address, private ones included, through a gateway
+  '64:ff9b:1::/48', // local-use NAT64
+  '2001::/32', // Teredo (embeds an IPv4 address)
+  '2002::/16', // 6to4 (embeds an IPv4 address)
+  'fec0::/10', // deprecated site-local
   'fc00::/7', // unique local
   'fe80::/10', // link-local
   'ff00::/8', // multicast
@@ -120,9 +126,8 @@ export async function resolveDeliveryAddress(
     if (isLocalName(host)) throw new AddressRefusedError('the host is a loopback name');
     const bad = answers.find((a) => isForbiddenAddress(a.address));
     if (bad !== undefined) {
-      throw new AddressRefusedError(
-        `the host resolves to a private, loopback or link-local address (${bad.address})`,
-      );
+      // The address itself is not echoed: it would tell a tenant how internal names resolve.
+      throw new AddressRefusedError('the host resolves to a private, loopback or link-local address');
     }
   }
   return first;
@@ -147,7 +152,7 @@ export async function checkWebhookHost(
   if (bad === undefined) return { ok: true, url };
   return {
     ok: false,
-    message: `its host resolves to a private, loopback or link-local address (${bad.address}). ${PRIVATE_HINT}`,
+    message: `its host resolves to a private, loopback or link-local address. ${PRIVATE_HINT}`,
   };
 }
 

@@ -38,6 +38,11 @@ export async function sendWebhook(
   options: WebhookSenderOptions,
 ): Promise<AttemptResult> {
   const target = new URL(url);
+  // http:// was only ever accepted with allow_private_webhooks; turning that off stops plain-text
+  // deliveries to endpoints created while it was on.
+  if (target.protocol !== 'https:' && !options.allowPrivate) {
+    return { ok: false, error: 'refused: plain http is allowed only with allow_private_webhooks' };
+  }
   const deadline = AbortSignal.timeout(options.timeoutMs);
   let address: string;
   try {

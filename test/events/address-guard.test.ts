@@ -26,6 +26,12 @@ describe('webhook address guard', () => {
     ['fd00::1', true],
     ['::ffff:127.0.0.1', true],
     ['::ffff:10.0.0.1', true],
+    ['64:ff9b::a9fe:a9fe', true], // NAT64 of 169.254.169.254
+    ['64:ff9b:1::1', true],
+    ['2002:7f00:1::', true], // 6to4 of 127.0.0.1
+    ['2001:0:4136:e378::1', true], // Teredo
+    ['::ffff:0:7f00:1', true], // SIIT
+    ['fec0::1', true],
     ['8.8.8.8', false],
     ['172.32.0.1', false],
     ['203.0.113.10', false],
@@ -83,5 +89,31 @@ describe('webhook address guard', () => {
     } finally {
       await receiver.close();
     }
+  });
+
+  it('refuses plain http at delivery once allow_private_webhooks is off, even for a public address', async () => {
+    const event = {
+      id: 'evt_y',
+      accountId: 'acct_y',
+      type: 'anomaly.detected',
+      createdAt: new Date().toISOString(),
+      data: {},
+    };
+    let resolved = 0;
+    const resolver = () => {
+      resolved++;
+      return Promise.resolve([{ address: '203.0.113.5', family: 4 as const }]);
+    };
+    const result = await sendWebhook('http://hooks.example/x', Buffer.alloc(32), event, 1, {
+      resolver,
+      timeoutMs: 2000,
+      userAgent: 'test',
+      allowPrivate: false,
+    });
+    expect(result).toEqual({
+      ok: false,
+      error: 'refused: plain http is allowed only with allow_private_webhooks',
+    });
+    expect(resolved).toBe(0);
   });
 });
