@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
+import type { Vault } from '../vault/vault.js';
 import { TokenProxyError } from '../errors/tokenproxy-error.js';
 import type { ApiDeps, ApiServer } from './context.js';
 
@@ -49,7 +49,12 @@ export function registerIdempotency(api: ApiServer, deps: ApiDeps): void {
     const begun = await deps.store.idempotency.begin({
       accountId,
       key,
-      fingerprint: requestFingerprint(request.method, request.url.split('?')[0] ?? '', request.body),
+      fingerprint: requestFingerprint(
+        deps.vault,
+        request.method,
+        request.url.split('?')[0] ?? '',
+        request.body,
+      ),
       now: now.toISOString(),
       expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS).toISOString(),
       staleBefore: new Date(now.getTime() - STALE_AFTER_MS).toISOString(),
@@ -125,11 +130,18 @@ export function replayBinding(accountId: string, key: string) {
   return { keyId: `idempotency:${key}`, accountId };
 }
 
-/** Method, path and body with object keys sorted, so key order in the JSON does not matter. */
-export function requestFingerprint(method: string, path: string, body: unknown): string {
-  return createHash('sha256')
-    .update(`${method} ${path}\n${JSON.stringify(canonical(body))}`)
-    .digest('hex');
+/**
+ * Method, path and body with object keys sorted, so key order in the JSON does not matter. Keyed
+ * (not a plain hash): the body may hold a real key, and a stored plain hash would let anyone with
+ * the database confirm a guessed one.
+ */
+export function requestFingerprint(
+  vault: Pick<Vault, 'mac'>,
+  method: string,
+  path: string,
+  body: unknown,
+): string {
+  return vault.mac('idempotency-fingerprint', `${method} ${path}\n${JSON.stringify(canonical(body))}`);
 }
 
 function canonical(value: unknown): unknown {

@@ -1,4 +1,4 @@
-import { createSecretKey, randomBytes } from 'node:crypto';
+import { createSecretKey, hkdfSync, randomBytes } from 'node:crypto';
 import { link, mkdir, open, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -79,6 +79,8 @@ export function createLocalVault(kek: Buffer): Vault {
     fingerprint: kekFingerprint(kek),
     wrap: (dek, aad) => gcmWrap(key, dek, aad),
     unwrap: (wrapped, aad) => gcmUnwrap(key, wrapped, aad),
+    deriveKey: (purpose) =>
+      Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), `tokenproxy:${purpose}`, 32)),
   });
 }
 

@@ -1,4 +1,5 @@
 import {
+  createHmac,
   createCipheriv,
   createDecipheriv,
   createHash,
@@ -45,6 +46,12 @@ export interface Vault {
   encrypt(plaintext: Buffer, binding: KeyBinding): Buffer;
   /** The CALLER zeroes the returned Buffer (`buf.fill(0)`) when done with it. */
   decrypt(envelope: Buffer, binding: KeyBinding): Buffer;
+  /**
+   * HMAC-SHA256 (hex) of `data` under a key derived from the KEK for `purpose`: a digest that can be
+   * stored and compared, but not recomputed by someone who only has the database (e.g. to confirm a
+   * guessed provider key inside a request fingerprint).
+   */
+  mac(purpose: string, data: string): string;
 }
 
 export type VaultErrorCode = 'tampered' | 'wrong_kek' | 'unsupported_version' | 'malformed';
@@ -154,6 +161,8 @@ export interface KeyEncryptionKey {
   wrap(dek: Buffer, aad: Buffer): Buffer;
   /** Returns the DEK, or undefined when authentication fails. The vault zeroes the result. */
   unwrap(wrapped: Buffer, aad: Buffer): Buffer | undefined;
+  /** A 32-byte key for `purpose`, derived from the KEK (HKDF); never the KEK itself. */
+  deriveKey(purpose: string): Buffer;
 }
 
 export const WRAPPED_DEK_LENGTH = NONCE_LEN + KEY_LEN + TAG_LEN;
@@ -185,10 +194,20 @@ export function createEnvelopeVault(kek: KeyEncryptionKey): Vault {
   }
   const fingerprint = Buffer.from(kek.fingerprint);
   const kekId = fingerprint.toString('hex');
+  const macKeys = new Map<string, Buffer>();
   const header = Buffer.concat([Buffer.from([ENVELOPE_VERSION]), fingerprint]);
 
   return {
     kekId,
+
+    mac(purpose: string, data: string): string {
+      let key = macKeys.get(purpose);
+      if (key === undefined) {
+        key = kek.deriveKey(purpose);
+        macKeys.set(purpose, key);
+      }
+      return createHmac('sha256', key).update(data, 'utf8').digest('hex');
+    },
 
     encrypt(plaintext: Buffer, binding: KeyBinding): Buffer {
       checkBinding(binding);

@@ -69,7 +69,7 @@ for (const fixture of databases) {
       const stored = await h.store.idempotency.begin({
         accountId: c.accountId,
         key,
-        fingerprint: requestFingerprint('POST', '/v1/tokens', tokenBody()),
+        fingerprint: requestFingerprint(h.vault, 'POST', '/v1/tokens', tokenBody()),
         now: now.toISOString(),
         expiresAt: new Date(now.getTime() + 1000).toISOString(),
         staleBefore: new Date(now.getTime() - 60_000).toISOString(),
@@ -131,7 +131,7 @@ for (const fixture of databases) {
       const claim = await h.store.idempotency.begin({
         accountId: c.accountId,
         key,
-        fingerprint: requestFingerprint('POST', '/v1/tokens', body),
+        fingerprint: requestFingerprint(h.vault, 'POST', '/v1/tokens', body),
         now: now.toISOString(),
         expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS).toISOString(),
         staleBefore: new Date(now.getTime() - 60_000).toISOString(),

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { createLocalVault } from '../../src/vault/local-kek.js';
 import {
@@ -233,5 +233,20 @@ describe('local vault', () => {
       expect(() => createLocalVault(randomBytes(16))).toThrow(/32 bytes/);
       expect(() => createLocalVault(Buffer.alloc(0))).toThrow(/32 bytes/);
     });
+  });
+});
+
+describe('vault.mac', () => {
+  it('is a keyed digest: stable per KEK and purpose, different across KEKs and purposes, not a plain hash', () => {
+    const kek = randomBytes(32);
+    const a = createLocalVault(kek);
+    const b = createLocalVault(Buffer.from(kek));
+    const other = createLocalVault(randomBytes(32));
+    const data = 'POST /v1/keys\n{"real_key":"sk-guess"}';
+    expect(a.mac('idempotency-fingerprint', data)).toMatch(/^[0-9a-f]{64}$/);
+    expect(a.mac('idempotency-fingerprint', data)).toBe(b.mac('idempotency-fingerprint', data));
+    expect(a.mac('idempotency-fingerprint', data)).not.toBe(other.mac('idempotency-fingerprint', data));
+    expect(a.mac('idempotency-fingerprint', data)).not.toBe(a.mac('another-purpose', data));
+    expect(a.mac('idempotency-fingerprint', data)).not.toBe(createHash('sha256').update(data).digest('hex'));
   });
 });
