@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { readdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
@@ -15,6 +15,7 @@ import {
   type ListJson,
   type TokenJson,
 } from './helpers.js';
+import { filesUnder } from '../support/files.js';
 
 /**
  * Secrets never leave memory in the clear (DESIGN §1, §8): real keys are only stored encrypted, and
@@ -59,16 +60,6 @@ function leaks(haystack: Buffer, secrets: Record<string, string>): string[] {
       if (haystack.includes(form.bytes)) found.push(`${label}/${form.name}`);
   }
   return found;
-}
-
-async function filesUnder(dir: string): Promise<string[]> {
-  const out: string[] = [];
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) out.push(...(await filesUnder(full)));
-    else if (entry.isFile()) out.push(full);
-  }
-  return out;
 }
 
 /** Every file of the data dir, as one labelled buffer per file. */

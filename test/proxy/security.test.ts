@@ -1,12 +1,12 @@
-import { readdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { createServer, type AddressInfo, type Server } from 'node:net';
-import path from 'node:path';
 import { connect } from 'node:tls';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { databases } from '../support/databases.js';
 import { APP_ORIGIN, bearer, startProxyHarness, type ProxyHarness } from './harness.js';
 import { startScriptedUpstream, type ScriptedUpstream } from './upstream-fixture.js';
+import { filesUnder } from '../support/files.js';
 
 const sqlite = databases.find((d) => d.name === 'sqlite');
 if (sqlite === undefined) throw new Error('no sqlite fixture');
@@ -32,16 +32,6 @@ function rawRequest(port: number, ca: string, text: string): Promise<string> {
 
 function allZero(buf: Buffer): boolean {
   return buf.every((b) => b === 0);
-}
-
-async function filesUnder(dir: string): Promise<string[]> {
-  const out: string[] = [];
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) out.push(...(await filesUnder(full)));
-    else out.push(full);
-  }
-  return out;
 }
 
 describe('proxy security: key swap, SSRF, redaction, CORS, aborts, secrets', () => {

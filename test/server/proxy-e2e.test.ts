@@ -1,23 +1,14 @@
-import { readdir, readFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { readFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServe, type ServerProcess } from '../support/cli.js';
 import { startMockProvider, type MockProvider } from '../support/mock-provider.js';
+import { filesUnder } from '../support/files.js';
 
 const REAL_KEY = `sk-e2e-${Date.now()}-DISTINCT-real-key`;
 const BODY_MARKER = `body-marker-${Date.now()}-never-logged`;
-
-async function filesUnder(dir: string): Promise<string[]> {
-  const out: string[] = [];
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) out.push(...(await filesUnder(full)));
-    else out.push(full);
-  }
-  return out;
-}
 
 describe('the real binary end to end: a proxied request is forwarded, logged, counted and measured', () => {
   let mock: MockProvider;
