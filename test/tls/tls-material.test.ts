@@ -8,6 +8,7 @@ import { TLSSocket } from 'node:tls';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { generateSelfSigned } from '../../src/tls/self-signed.js';
 import { loadTlsMaterial, TlsMaterialError, type TlsMaterial } from '../../src/tls/tls-material.js';
+import { rejection } from '../support/rejection.js';
 
 const FINGERPRINT_RE = /^([0-9A-F]{2}:){31}[0-9A-F]{2}$/;
 const posix = process.platform !== 'win32';
@@ -21,16 +22,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await rm(dataDir, { recursive: true, force: true });
 });
-
-async function rejection(promise: Promise<unknown>): Promise<Error> {
-  try {
-    await promise;
-  } catch (err) {
-    expect(err).toBeInstanceOf(Error);
-    return err as Error;
-  }
-  throw new Error('expected a rejection');
-}
 
 describe('generated material in <dataDir>/tls', () => {
   it('is generated once, then reused with the same fingerprint', async () => {

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createLocalVault, loadLocalKek, LocalKekError } from '../../src/vault/local-kek.js';
+import { rejection } from '../support/rejection.js';
 
 const posix = process.platform !== 'win32';
 
@@ -16,16 +17,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await rm(dataDir, { recursive: true, force: true });
 });
-
-async function rejection(promise: Promise<unknown>): Promise<Error> {
-  try {
-    await promise;
-  } catch (err) {
-    expect(err).toBeInstanceOf(Error);
-    return err as Error;
-  }
-  throw new Error('expected a rejection');
-}
 
 describe('loadLocalKek from <dataDir>/master.key', () => {
   it('creates a 0600 file of base64 + newline on first call, and returns the same key after', async () => {
