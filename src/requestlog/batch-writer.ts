@@ -41,27 +41,7 @@ export function createRequestLogWriter(options: RequestLogWriterOptions): Reques
 
   // A queue of its own, so the lines keep flowing while the database is down and are never
   // printed twice by a retried batch.
-  let printed: Batcher<RequestLogRecord> | undefined;
-  if (stdout !== undefined) {
-    const { logger } = batching;
-    printed = createBatcher<RequestLogRecord>({
-      ...batching,
-      metrics: undefined,
-      name: 'request_log_stdout',
-      handle: (batch) => {
-        let failed = 0;
-        for (const record of batch) {
-          try {
-            stdout(`${JSON.stringify(requestLogJson(toRequestLogEntry(record)))}\n`);
-          } catch {
-            failed += 1;
-          }
-        }
-        if (failed > 0) logger.warn({ lines: failed }, 'request_log_stdout: could not print lines');
-        return Promise.resolve();
-      },
-    });
-  }
+  const printed = stdout === undefined ? undefined : createRequestLinePrinter(stdout, batching);
 
   return {
     write(record: RequestLogRecord): void {
@@ -78,6 +58,34 @@ export function createRequestLogWriter(options: RequestLogWriterOptions): Reques
       return stored.size;
     },
   };
+}
+
+/**
+ * `--log-requests`: prints each record as one JSON line (spec §2.5 names plus `request_id`) in
+ * batches, off the request's path. Lines that cannot be written are counted in one warning.
+ */
+export function createRequestLinePrinter(
+  stdout: (line: string) => void,
+  batching: BatchingOptions,
+): Batcher<RequestLogRecord> {
+  const { logger } = batching;
+  return createBatcher<RequestLogRecord>({
+    ...batching,
+    metrics: undefined,
+    name: 'request_log_stdout',
+    handle: (batch) => {
+      let failed = 0;
+      for (const record of batch) {
+        try {
+          stdout(`${JSON.stringify(requestLogJson(toRequestLogEntry(record)))}\n`);
+        } catch {
+          failed += 1;
+        }
+      }
+      if (failed > 0) logger.warn({ lines: failed }, 'request_log_stdout: could not print lines');
+      return Promise.resolve();
+    },
+  });
 }
 
 /** One entry per token and month: the batch's forwarded requests, with the latest timestamp. */

@@ -6,13 +6,12 @@ import { buildApiApp } from '../api/app.js';
 import type { ApiServer } from '../api/context.js';
 import { publicUrl, type Config } from '../config/load.js';
 import { ProviderRegistry } from '../providers/providers.js';
-import { createAnomalyWriter } from '../anomalies/anomaly-writer.js';
 import type { EventPublisher } from '../events/publisher.js';
 import { startEvents, type RunningEvents } from '../events/start-events.js';
 import { createLimits } from '../limits/index.js';
 import { createMetrics } from '../observability/metrics.js';
-import { createRequestLogWriter } from '../requestlog/batch-writer.js';
 import { createCountryResolver } from '../requestlog/country.js';
+import { startLogWorker } from '../requestlog/log-worker.js';
 import { createProxyServer, type ProxyServer } from '../proxy/server.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/store.js';
@@ -68,14 +67,16 @@ export async function startServer(config: Config, options: StartOptions): Promis
   let publicProxyUrl: string;
   const providers = new ProviderRegistry(config.providers);
   const metrics = createMetrics({ providers: providers.ids() });
-  // Records and anomalies are stored in batches off the hot path (and flushed at shutdown).
-  const requestLog = createRequestLogWriter({
-    store,
+  // Records and anomalies are stored in batches by a worker thread with its own store connection,
+  // so no database work runs on the proxy's event loop (and they are flushed at shutdown).
+  const logWorker = startLogWorker({
+    database: config.database,
+    dataDir: config.dataDir,
     logger,
-    metrics: metrics.queue('request_log'),
+    metrics: { requestLog: metrics.queue('request_log'), anomalies: metrics.queue('anomaly_log') },
     stdout: config.logRequests ? (line) => void process.stdout.write(line) : undefined,
   });
-  const anomalies = createAnomalyWriter({ store, logger, metrics: metrics.queue('anomaly_log') });
+  const { requestLog, anomalies } = logWorker;
   // Events (src/events): the durable outbox, its delivery worker (webhooks, e-mail) and the expiry
   // sweeper. The public addresses are read lazily: they are known only once the listeners are bound.
   let dashboardBase = config.publicApiUrl;
@@ -156,7 +157,7 @@ export async function startServer(config: Config, options: StartOptions): Promis
     await proxy?.close(0);
     limits.close();
     await events.close();
-    await Promise.all([requestLog.close(), anomalies.close()]);
+    await logWorker.close();
     await store.close();
     throw err;
   }
@@ -211,7 +212,7 @@ export async function startServer(config: Config, options: StartOptions): Promis
           // The listeners are closed: nothing writes records any more, so flushing now loses none.
           limits.close();
           await events.close();
-          await Promise.all([requestLog.close(), anomalies.close()]);
+          await logWorker.close();
           await store.close();
         }
       })();

@@ -1,0 +1,84 @@
+/**
+ * The log worker: a thread of its own that stores request-log records and anomaly-log entries
+ * through its own store connection. Kysely's query building and better-sqlite3's synchronous
+ * writes (several milliseconds per batch) would otherwise stall the proxy's event loop every
+ * flush; here they stall nothing but this thread. Started by log-worker.ts, never imported.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { pino } from 'pino';
+import { createAnomalyWriter } from '../anomalies/anomaly-writer.js';
+import { openStoreWithoutMigrating } from '../store/open.js';
+import type { QueueMetrics } from './batcher.js';
+import { createRequestLogWriter } from './batch-writer.js';
+import type { FromLogThread, LogQueue, LogThreadData, ToLogThread } from './log-protocol.js';
+
+const DEPTH_INTERVAL_MS = 1000;
+
+async function main(): Promise<void> {
+  const port = parentPort;
+  if (port === null) throw new Error('log-thread.js runs as a worker thread only');
+  const data = workerData as LogThreadData;
+  const post = (message: FromLogThread): void => port.postMessage(message);
+  // Every line goes to the main thread's logger, so there is one log stream with one configuration.
+  const logger = pino(
+    { level: 'trace', base: null, timestamp: false },
+    { write: (line: string) => post({ t: 'log', line }) },
+  );
+
+  const metricsOf = (queue: LogQueue): QueueMetrics => ({
+    watchDepth: () => undefined,
+    dropped: (count) => post({ t: 'dropped', queue, count }),
+    storeFailed: () => post({ t: 'store_failed', queue }),
+  });
+
+  // The main thread has migrated the schema already; this connection only writes rows.
+  const store = await openStoreWithoutMigrating({
+    database: data.database,
+    dataDir: data.dataDir,
+    logWriter: true,
+  });
+  const batching = { logger, flushIntervalMs: data.flushIntervalMs };
+  const requestLog = createRequestLogWriter({ store, ...batching, metrics: metricsOf('request_log') });
+  const anomalies = createAnomalyWriter({ store, ...batching, metrics: metricsOf('anomaly_log') });
+
+  const depth = (): void => post({ t: 'depth', request_log: requestLog.size, anomaly_log: anomalies.size });
+  const depthTimer = setInterval(depth, DEPTH_INTERVAL_MS);
+  depthTimer.unref();
+
+  port.on('message', (message: ToLogThread) => {
+    switch (message.t) {
+      case 'records':
+        for (const record of message.requests) requestLog.write(record);
+        for (const entry of message.anomalies) anomalies.write(entry);
+        depth();
+        return;
+      case 'flush':
+        void Promise.all([requestLog.flush(), anomalies.flush()]).then(() => {
+          depth();
+          post({ t: 'flushed', id: message.id });
+        });
+        return;
+      case 'close':
+        clearInterval(depthTimer);
+        void Promise.all([requestLog.close(), anomalies.close()])
+          .then(() => store.close())
+          .catch((err: unknown) =>
+            logger.error({ err: errorName(err) }, 'log worker: closing the store failed'),
+          )
+          .finally(() => {
+            post({ t: 'closed' });
+            port.close();
+          });
+        return;
+    }
+  });
+}
+
+function errorName(err: unknown): string {
+  return err instanceof Error ? err.name : typeof err;
+}
+
+main().catch((err: unknown) => {
+  // Surfaces as the Worker's 'error' event on the main thread, which restarts the worker.
+  throw err;
+});

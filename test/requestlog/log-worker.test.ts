@@ -1,0 +1,146 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/observability/logger.js';
+import { createMetrics } from '../../src/observability/metrics.js';
+import { startLogWorker } from '../../src/requestlog/log-worker.js';
+import type { RequestLogRecord } from '../../src/requestlog/record.js';
+import { timestampPosition } from '../../src/store/records.js';
+import type { Store } from '../../src/store/store.js';
+import { databases, type OpenedDatabase } from '../support/databases.js';
+import { allPages, anomalyEntry, createToken, newAccount, requestLogEntry } from '../store/helpers.js';
+
+/** The worker thread stores what the proxy's thread hands it, through a store connection of its own. */
+
+function record(overrides: Partial<RequestLogRecord>): RequestLogRecord {
+  const { id, ...entry } = requestLogEntry({ timestamp: '2026-03-10T12:00:00.000Z' });
+  return { requestId: id, ...entry, forwarded: false, ...overrides };
+}
+
+function capture() {
+  const lines: string[] = [];
+  const logger = createLogger('debug', { write: (line: string) => void lines.push(line) });
+  const entries = () => lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+  return { logger, entries };
+}
+
+for (const fixture of databases) {
+  describe.skipIf(!fixture.available)(`log worker on ${fixture.name}`, () => {
+    let opened: OpenedDatabase;
+    let store: Store;
+
+    beforeAll(async () => {
+      opened = await fixture.create();
+      store = opened.store;
+    });
+    afterAll(async () => {
+      await opened.cleanup();
+    });
+
+    it('stores request records, usage and anomaly entries from another thread; flush waits for them', async () => {
+      const { account } = await newAccount(store);
+      const token = await createToken(store, account.id);
+      const worker = startLogWorker({
+        database: opened.database,
+        dataDir: opened.dataDir,
+        logger: createLogger('silent'),
+      });
+      const records = Array.from({ length: 1200 }, (_, i) =>
+        record({ accountId: account.id, tokenId: token.id, forwarded: i % 2 === 0 }),
+      );
+      for (const r of records) worker.requestLog.write(r);
+      const anomaly = anomalyEntry(account.id, token.id, { kind: 'rate_spike', details: { rate: 12.5 } });
+      worker.anomalies.write(anomaly);
+      worker.anomalies.onUnauthorized({
+        requestId: 'req_workerbreach00000000',
+        timestamp: '2026-03-10T12:00:01.000Z',
+        accountId: account.id,
+        tokenId: token.id,
+        origin: 'https://evil.example',
+        ip: '198.51.100.9',
+        country: null,
+        path: '/openai/v1/models',
+        reason: 'origin_not_allowed',
+      });
+      expect(worker.requestLog.size).toBe(1200);
+
+      await worker.flush();
+      expect(worker.requestLog.size).toBe(0);
+      const { items: stored } = await allPages(
+        (page) => store.requestLogs.list(account.id, {}, page),
+        100,
+        timestampPosition,
+      );
+      expect(stored.map((e) => e.id).sort()).toEqual(records.map((r) => r.requestId).sort());
+      expect(await store.tokens.get(account.id, token.id)).toMatchObject({ requestCount: 600 });
+      const anomalies = (await store.anomalies.list(account.id, {}, { limit: 10 })).items;
+      expect(anomalies.map((a) => [a.kind, a.details])).toEqual(
+        expect.arrayContaining([
+          ['rate_spike', { rate: 12.5 }],
+          ['breach', null],
+        ]),
+      );
+      await worker.close();
+    });
+
+    it('keeps storing while this thread writes to the same database, and close stores the rest', async () => {
+      const { account } = await newAccount(store);
+      const token = await createToken(store, account.id);
+      const worker = startLogWorker({
+        database: opened.database,
+        dataDir: opened.dataDir,
+        logger: createLogger('silent'),
+        flushIntervalMs: 5,
+      });
+      const ids: string[] = [];
+      for (let round = 0; round < 20; round += 1) {
+        for (let i = 0; i < 50; i += 1) {
+          const r = record({ accountId: account.id, tokenId: token.id, forwarded: true });
+          ids.push(r.requestId);
+          worker.requestLog.write(r);
+        }
+        // Writes of this thread's own connection interleave with the worker's batches.
+        await createToken(store, account.id);
+        await new Promise((resolve) => setTimeout(resolve, 3));
+      }
+      await worker.close();
+      const { items: stored } = await allPages(
+        (page) => store.requestLogs.list(account.id, {}, page),
+        100,
+        timestampPosition,
+      );
+      expect(stored.length).toBe(ids.length);
+      expect(await store.tokens.get(account.id, token.id)).toMatchObject({ requestCount: 1000 });
+      // After close nothing is taken any more, and flush does not hang.
+      worker.requestLog.write(record({ accountId: account.id, tokenId: token.id }));
+      await worker.flush();
+    });
+  });
+}
+
+describe('log worker against a database that is down', () => {
+  it('logs the store failure through this thread’s logger, counts it, and keeps the records queued', async () => {
+    const { logger, entries } = capture();
+    const metrics = createMetrics({ providers: ['openai'], defaultMetrics: false });
+    const worker = startLogWorker({
+      // Nothing listens on port 9 of loopback: connections are refused at once.
+      database: 'postgres://postgres@127.0.0.1:9/none',
+      dataDir: '/nonexistent',
+      logger,
+      metrics: { requestLog: metrics.queue('request_log'), anomalies: metrics.queue('anomaly_log') },
+      flushIntervalMs: 10,
+    });
+    worker.requestLog.write(record({}));
+    const deadline = Date.now() + 10_000;
+    while (
+      !entries().some((e) => e.level === 40 && String(e.msg).includes('request_log')) &&
+      Date.now() < deadline
+    )
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    const warning = entries().find((e) => e.level === 40 && String(e.msg).includes('request_log'));
+    expect(warning).toBeDefined();
+    expect(warning?.service).toBe('tokenproxy');
+    const text = await metrics.registry.metrics();
+    expect(text).toMatch(/tokenproxy_log_store_failures_total\{queue="request_log"\} [1-9]/);
+    expect(worker.requestLog.size).toBe(1);
+    await worker.close();
+  });
+});
