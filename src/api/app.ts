@@ -4,8 +4,7 @@ import type { Server as HttpsServer } from 'node:https';
 import Fastify, { LogController, type FastifyBaseLogger } from 'fastify';
 import type { Registry } from 'prom-client';
 import { TokenProxyError } from '../errors/tokenproxy-error.js';
-import { randomBase58 } from '../ids/base58.js';
-import { isApiKey, secretDigest } from '../ids/formats.js';
+import { isApiKey, newRequestId, secretDigest } from '../ids/formats.js';
 import type { ApiDeps, ApiServer } from './context.js';
 import { sendError, toTokenProxyError } from './error-handler.js';
 import { registerIdempotency } from './idempotency.js';
@@ -39,7 +38,7 @@ export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promis
   const serverOptions = {
     loggerInstance: options.logger,
     // Request ids are ours, never taken from the client, so they can be trusted in logs.
-    genReqId: () => `req_${randomBase58(22)}`,
+    genReqId: () => newRequestId(Date.now()),
     requestIdHeader: false as const,
     // Fastify's own request lines are off: ours (onResponse below) print no URL query or headers.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { randomBase58 } from './base58.js';
+import { randomBase58, timeOrderedBase58 } from './base58.js';
 
 /**
  * Formats of everything tokenproxy hands out (DESIGN §1). Pure: generation draws from the CSPRNG,
@@ -10,6 +10,7 @@ const B58 = '[1-9A-HJ-NP-Za-km-z]';
 
 export const SANITIZED_TOKEN_PREFIX = 'svc_hb_';
 export const API_KEY_PREFIX = 'svc_sk_';
+export const REQUEST_ID_PREFIX = 'req_';
 const LONG = 43;
 const SHORT = 22;
 
@@ -46,6 +47,14 @@ export function newTokenId(): string {
 
 export function newId(kind: IdKind): string {
   return ID_PREFIXES[kind] + randomBase58(SHORT);
+}
+
+/**
+ * `req_` + 22 base58: 8 of time (ms) then 14 random (~82 bits). Time-ordered so the request and anomaly
+ * logs, keyed by it, grow at the end of their indexes (see docs/decisions.md, "Request ids").
+ */
+export function newRequestId(nowMs: number): string {
+  return REQUEST_ID_PREFIX + timeOrderedBase58(SHORT, nowMs);
 }
 
 export function isSanitizedToken(value: string): boolean {

@@ -2,8 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
 import type { UnauthorizedReason } from '../anomalies/record.js';
-import { randomBase58 } from '../ids/base58.js';
-import { isSanitizedToken, secretDigest } from '../ids/formats.js';
+import { isSanitizedToken, newRequestId, secretDigest } from '../ids/formats.js';
 import type { ObservedRequest } from '../limits/anomaly-detector.js';
 import type { Admission } from '../limits/proxy-limits.js';
 import { clientIp, compileIpMatcher, type IpMatcher } from '../rules/ip-match.js';
@@ -139,7 +138,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.req = req;
     this.res = res;
     this.#wallStart = ctx.now();
-    this.requestId = `req_${randomBase58(22)}`;
+    this.requestId = newRequestId(this.#wallStart);
     const headers = req.headers;
     const origin = headers.origin;
     this.#originHeader = origin === undefined || origin === '' ? undefined : origin;

@@ -10,6 +10,11 @@ export interface OpenStoreOptions {
   readonly dataDir: string;
   /** PostgreSQL only: how long to wait for a connection before StoreUnavailableError. */
   readonly connectionTimeoutMs?: number | undefined;
+  /**
+   * The connection of the log worker, which writes request-log and anomaly rows only. On SQLite its
+   * commits are not fsynced one by one (`synchronous = NORMAL`); other connections keep FULL.
+   */
+  readonly logWriter?: boolean | undefined;
 }
 
 /** A store that can also report the migrations it applies (for `tokenproxy migrate`). */
@@ -20,7 +25,7 @@ export interface MigratableStore extends Store {
 function openDatabase(options: OpenStoreOptions): DialectDatabase {
   const { database } = options;
   if (database === undefined || database.trim() === '')
-    return sqlite.createDatabase({ dataDir: options.dataDir });
+    return sqlite.createDatabase({ dataDir: options.dataDir, logWriter: options.logWriter });
   if (/^postgres(ql)?:\/\//i.test(database)) {
     return postgres.createDatabase({ url: database, connectionTimeoutMs: options.connectionTimeoutMs });
   }

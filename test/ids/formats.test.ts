@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BASE58_ALPHABET, randomBase58 } from '../../src/ids/base58.js';
+import { BASE58_ALPHABET, base58Fixed, pooledRandomBase58, randomBase58 } from '../../src/ids/base58.js';
 import {
   apiKeyStart,
   isApiKey,
@@ -8,6 +8,7 @@ import {
   isTokenId,
   newApiKey,
   newId,
+  newRequestId,
   newSanitizedToken,
   newTokenId,
   realKeyHint,
@@ -49,6 +50,56 @@ describe('generated formats (DESIGN §1)', () => {
 
   it('never uses the characters base58 leaves out', () => {
     expect(randomBase58(20_000)).not.toMatch(/[0OIl+/=_-]/);
+    expect(pooledRandomBase58(20_000)).not.toMatch(/[0OIl+/=_-]/);
+  });
+
+  it('draws pooled characters uniformly too, across many pool refills', () => {
+    const perChar = 10_000;
+    const counts = new Map<string, number>();
+    // Many short draws, as the proxy makes them: 14 characters per request id.
+    for (let i = 0; i < (58 * perChar) / 14; i++) {
+      for (const ch of pooledRandomBase58(14)) counts.set(ch, (counts.get(ch) ?? 0) + 1);
+    }
+    expect(counts.size).toBe(58);
+    for (const [ch, n] of counts) expect(Math.abs(n - perChar), ch).toBeLessThan(600);
+  });
+});
+
+describe('request ids (time-ordered)', () => {
+  it('are req_ + 22 base58, start with the time, and differ within one millisecond', () => {
+    const now = Date.UTC(2026, 10, 23, 6, 0, 0, 123);
+    const seen = new Set<string>();
+    for (let i = 0; i < 1000; i++) {
+      const id = newRequestId(now);
+      expect(id).toMatch(/^req_[1-9A-HJ-NP-Za-km-z]{22}$/);
+      expect(id.slice(4, 12)).toBe(base58Fixed(now, 8));
+      seen.add(id);
+    }
+    expect(seen.size).toBe(1000);
+  });
+
+  it.each([
+    [0, '11111111'],
+    [57, '1111111z'],
+    [58, '11111121'],
+    [58 ** 8 - 1, 'zzzzzzzz'],
+  ])('base58Fixed(%d, 8) = %s', (value, expected) => {
+    expect(base58Fixed(value, 8)).toBe(expected);
+  });
+
+  it('sort bytewise in the order of their times, across digit carries and years', () => {
+    const times = [
+      0,
+      57,
+      58,
+      Date.UTC(2001, 0, 1),
+      Date.UTC(2026, 10, 23, 6, 0, 0, 999),
+      Date.UTC(2026, 10, 23, 6, 0, 1, 0),
+      Date.UTC(2100, 0, 1),
+    ];
+    const ids = times.map((t) => newRequestId(t));
+    const bytewise = [...ids].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    expect(bytewise).toEqual(ids);
   });
 });
 
