@@ -179,6 +179,8 @@ class Bench {
   providerCa = '';
   providerPort = 0;
   providerPid = 0;
+  forwarderPort = 0;
+  forwarderPid = 0;
   profileDir: string | undefined;
 
   constructor(settings: Settings, tmp: string) {
@@ -275,6 +277,33 @@ class Bench {
     const m = await this.children.waitFor(child, /\{"port":(\d+)\}/, 10_000);
     this.providerPid = child.pid;
     return Number(m[1]);
+  }
+
+  /** The reference forwarder (bench/forwarder.ts), pinned to CPU 0 like tokenproxy. */
+  async startForwarder(cert: string, key: string): Promise<void> {
+    const child = this.children.start('reference forwarder', 'taskset', [
+      '-c',
+      '0',
+      process.execPath,
+      join(ROOT, 'dist-bench/bench/forwarder.js'),
+      cert,
+      key,
+      this.providerCa,
+      String(this.providerPort),
+    ]);
+    const m = await this.children.waitFor(child, /\{"port":(\d+)\}/, 10_000);
+    this.forwarderPid = child.pid;
+    this.forwarderPort = Number(m[1]);
+  }
+
+  forwarder(): Scenario {
+    return {
+      name: 'forwarder',
+      cpuPid: this.forwarderPid,
+      url: `https://127.0.0.1:${this.forwarderPort}/openai/v1/chat/completions`,
+      headers: ['authorization: Bearer unused', 'origin: http://localhost', 'content-type: application/json'],
+      expectStatus: [200],
+    };
   }
 
   async startTokenproxy(name: string, database: string | undefined): Promise<Tokenproxy> {
@@ -584,6 +613,8 @@ async function main(): Promise<number> {
       '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello in one short sentence."}]}',
     );
     b.providerPort = await b.startProvider(tls.cert, tls.key);
+    await b.startForwarder(tls.cert, tls.key);
+    const forwarder = b.forwarder();
     if (s.profile) {
       b.profileDir = join(ROOT, 'bench/results', `profile-${stamp}`);
       await mkdir(b.profileDir, { recursive: true });
@@ -617,10 +648,14 @@ async function main(): Promise<number> {
       const out: Record<string, unknown> = {};
       for (const rate of s.rates) {
         const connections = Math.max(1, Math.round(rate / 25));
-        const r = await b.interleaved(`latency ${rate}/s`, [direct, proxy], { rate, connections });
+        const r = await b.interleaved(`latency ${rate}/s`, [direct, proxy, forwarder], {
+          rate,
+          connections,
+        });
         const d = r.get('direct');
         const p = r.get('proxy');
-        if (d === undefined || p === undefined) throw new Error('missing result');
+        const w = r.get('forwarder');
+        if (d === undefined || p === undefined || w === undefined) throw new Error('missing result');
         const added = difference(d.lat, p.lat);
         out[`${rate}`] = {
           connections,
@@ -628,10 +663,22 @@ async function main(): Promise<number> {
           proxy: roundP(p.lat),
           added: roundP(added),
           achieved_rps: { direct: round(d.rps, 1), proxy: round(p.rps, 1) },
-          cpu_us_per_request: { stand_in_direct: round(d.cpuUs, 0), proxy: round(p.cpuUs, 0) },
+          cpu_us_per_request: {
+            stand_in_direct: round(d.cpuUs, 0),
+            proxy: round(p.cpuUs, 0),
+            forwarder: round(w.cpuUs, 0),
+          },
+          forwarder: { latency: roundP(w.lat), added: roundP(difference(d.lat, w.lat)) },
         };
         b.row(`latency @${rate} req/s open loop, p50/p90/p99`, ppp(d.lat), ppp(p.lat), ppp(added), 'ms');
-        b.row(`  CPU per request @${rate} req/s (stand-in / proxy)`, d.cpuUs, p.cpuUs, '', 'µs');
+        b.row(`  reference forwarder @${rate} req/s`, '', ppp(w.lat), ppp(difference(d.lat, w.lat)), 'ms');
+        b.row(
+          `  CPU per request @${rate} req/s (stand-in / proxy / forwarder)`,
+          d.cpuUs,
+          `${fmt(p.cpuUs)} / ${fmt(w.cpuUs)}`,
+          '',
+          'µs',
+        );
       }
       b.results.latency = out;
     }
@@ -642,32 +689,49 @@ async function main(): Promise<number> {
       // the path a real flood takes, so both statuses count as refusals here.
       const refused = b.proxied('refused', tp, token, 'http://evil.example', [403, 429]);
       for (const connections of s.concurrencies) {
-        const r = await b.interleaved(`throughput c=${connections}`, [direct, proxy, refused], {
+        const r = await b.interleaved(`throughput c=${connections}`, [direct, proxy, refused, forwarder], {
           connections,
         });
         const d = r.get('direct');
         const p = r.get('proxy');
         const f = r.get('refused');
-        if (d === undefined || p === undefined || f === undefined) throw new Error('missing result');
+        const w = r.get('forwarder');
+        if (d === undefined || p === undefined || f === undefined || w === undefined)
+          throw new Error('missing result');
         out[`${connections}`] = {
           direct_rps: round(d.rps, 1),
           proxy_rps: round(p.rps, 1),
           refused_403_rps: round(f.rps, 1),
+          forwarder_rps: round(w.rps, 1),
           proxy_over_direct: round(p.rps / d.rps, 3),
+          forwarder_over_direct: round(w.rps / d.rps, 3),
           refused_over_proxy: round(f.rps / p.rps, 3),
           cpu_us_per_request: {
             stand_in_direct: round(d.cpuUs, 0),
             proxy: round(p.cpuUs, 0),
             proxy_refused: round(f.cpuUs, 0),
+            forwarder: round(w.cpuUs, 0),
           },
-          rounds: { direct: d.rpsRounds, proxy: p.rpsRounds, refused: f.rpsRounds },
-          latency: { direct: roundP(d.lat), proxy: roundP(p.lat), refused: roundP(f.lat) },
+          rounds: { direct: d.rpsRounds, proxy: p.rpsRounds, refused: f.rpsRounds, forwarder: w.rpsRounds },
+          latency: {
+            direct: roundP(d.lat),
+            proxy: roundP(p.lat),
+            refused: roundP(f.lat),
+            forwarder: roundP(w.lat),
+          },
         };
         b.row(
           `throughput, closed loop, ${connections} connections`,
           d.rps,
           p.rps,
           `ratio ${fmt(p.rps / d.rps)}`,
+          'req/s',
+        );
+        b.row(
+          `  reference forwarder, ${connections} conns`,
+          '',
+          `${fmt(w.rps)} (${fmt(w.cpuUs)} µs CPU/req)`,
+          `ratio ${fmt(w.rps / d.rps)}`,
           'req/s',
         );
         b.row(
@@ -705,6 +769,7 @@ async function main(): Promise<number> {
       };
       const first = { direct: [] as number[], proxy: [] as number[] };
       const chunk = { direct: [] as number[], proxy: [] as number[] };
+      const firstDelay = { direct: [] as number[], proxy: [] as number[] };
       // Warm both paths (connections, JIT) before timing.
       await Promise.all([timeStream(tD, agentD, 3, 10), timeStream(tP, agentP, 3, 10)]);
       for (let r = 0; r < s.streamRounds; r++) {
@@ -720,6 +785,7 @@ async function main(): Promise<number> {
           for (const t of timings) {
             first[name].push(t.firstChunkMs);
             chunk[name].push(...t.chunkDelaysMs);
+            firstDelay[name].push(t.firstChunkDelayMs);
           }
         }
       }
@@ -729,15 +795,25 @@ async function main(): Promise<number> {
       const fp = summarize(first.proxy);
       const cd = summarize(chunk.direct);
       const cp = summarize(chunk.proxy);
+      const dd = summarize(firstDelay.direct);
+      const dp = summarize(firstDelay.proxy);
       b.results.streaming = {
         streams_each: first.direct.length,
         chunks_each: chunk.direct.length,
         stream: '20 chunks, 50 ms apart; 5 concurrent streams per round',
         first_chunk_ms: { direct: roundP(fd), proxy: roundP(fp), added: roundP(difference(fd, fp)) },
         chunk_delay_ms: { direct: roundP(cd), proxy: roundP(cp), added: roundP(difference(cd, cp)) },
+        first_chunk_delay_ms: { direct: roundP(dd), proxy: roundP(dp), added: roundP(difference(dd, dp)) },
       };
       b.row('streaming: time to first chunk, p50/p90/p99', ppp(fd), ppp(fp), ppp(difference(fd, fp)), 'ms');
       b.row('streaming: per-chunk delay, p50/p90/p99', ppp(cd), ppp(cp), ppp(difference(cd, cp)), 'ms');
+      b.row(
+        'streaming: first chunk, write → arrival, p50/p90/p99',
+        ppp(dd),
+        ppp(dp),
+        ppp(difference(dd, dp)),
+        'ms',
+      );
     }
 
     if (s.only.has('memory')) {
@@ -756,6 +832,21 @@ async function main(): Promise<number> {
         peak = Math.max(peak, rssMb(tp.child.pid));
       }
       held.close();
+      // The same streams through the reference forwarder: what two TLS sockets and an undici request
+      // per stream cost in Node itself.
+      const forwarderIdle = rssMb(b.forwarderPid);
+      const heldF = await holdStreams(
+        { ...target, origin: `https://127.0.0.1:${b.forwarderPort}`, ca: await readFile(tls.ca, 'utf8') },
+        s.heldStreams,
+        50,
+        300,
+      );
+      let forwarderPeak = 0;
+      for (let i = 0; i < 5; i++) {
+        await sleep(400);
+        forwarderPeak = Math.max(forwarderPeak, rssMb(b.forwarderPid));
+      }
+      heldF.close();
       await sleep(1500);
       const after = rssMb(tp.child.pid);
       b.results.memory = {
@@ -764,6 +855,10 @@ async function main(): Promise<number> {
         open_streams: s.heldStreams,
         rss_mb_with_open_streams: round(peak, 1),
         rss_mb_after_close: round(after, 1),
+        forwarder: {
+          rss_mb_idle: round(forwarderIdle, 1),
+          rss_mb_with_open_streams: round(forwarderPeak, 1),
+        },
       };
       b.row(
         'proxy RSS idle (at start / before streams)',
@@ -773,6 +868,13 @@ async function main(): Promise<number> {
         'MB',
       );
       b.row(`proxy RSS with ${s.heldStreams} open streams`, '', peak, '', 'MB');
+      b.row(
+        `  reference forwarder RSS idle / with ${s.heldStreams} streams`,
+        '',
+        `${fmt(forwarderIdle)} / ${fmt(forwarderPeak)}`,
+        '',
+        'MB',
+      );
     }
 
     let store: Store | undefined;

@@ -16,6 +16,8 @@ export interface StreamTiming {
   readonly firstChunkMs: number;
   /** For each chunk: arrival wall clock − the stand-in's wall clock when it wrote the chunk, ms. */
   readonly chunkDelaysMs: number[];
+  /** The same for the stream's first chunk alone (DESIGN §11: forwarded within 1 ms of its arrival). */
+  readonly firstChunkDelayMs: number;
 }
 
 const STAMP = /"t":(\d+(?:\.\d+)?)/g;
@@ -73,7 +75,7 @@ export function timeStream(
               ),
             );
           } else {
-            resolve({ firstChunkMs, chunkDelaysMs: delays });
+            resolve({ firstChunkMs, chunkDelaysMs: delays, firstChunkDelayMs: delays[0] as number });
           }
         });
         res.on('error', reject);

@@ -1,0 +1,83 @@
+/**
+ * The bench's reference forwarder: the least a Node.js credential proxy can do, and nothing else.
+ * `node:https` server → one undici Pool to the stand-in, the caller's Authorization swapped for a
+ * fixed key, the answer streamed back. No token lookup, checks, logs, metrics or redaction. It runs
+ * pinned like tokenproxy, so "proxy − forwarder" is tokenproxy's own cost and "forwarder − direct"
+ * is what any Node + undici forwarder costs on this machine.
+ *
+ * Usage: node forwarder.js <cert.pem> <key.pem> <upstream CA.pem> <upstream port>; prints
+ * `{"port":N}` once listening.
+ */
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { createSecureContext, rootCertificates } from 'node:tls';
+import { Pool, type Dispatcher } from 'undici';
+
+const [certFile, keyFile, caFile, upstreamPort] = process.argv.slice(2);
+if (certFile === undefined || keyFile === undefined || caFile === undefined || upstreamPort === undefined) {
+  process.stderr.write('usage: forwarder.js <cert.pem> <key.pem> <upstream-ca.pem> <upstream-port>\n');
+  process.exit(2);
+}
+
+const secureContext = createSecureContext({ ca: [...rootCertificates, readFileSync(caFile, 'utf8')] });
+const pool = new Pool(`https://127.0.0.1:${upstreamPort}`, {
+  connect: { secureContext },
+  keepAliveTimeout: 30_000,
+});
+const DROP = new Set(['host', 'authorization', 'origin', 'connection', 'keep-alive']);
+const KEY = 'Bearer sk-bench-0123456789abcdefghijklmnop';
+
+const server = createServer(
+  {
+    key: readFileSync(keyFile),
+    cert: readFileSync(certFile),
+    minVersion: 'TLSv1.3',
+    ALPNProtocols: ['http/1.1'],
+    noDelay: true,
+    keepAliveTimeout: 65_000,
+  },
+  (req, res) => {
+    const headers: string[] = [];
+    const raw = req.rawHeaders;
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = raw[i] as string;
+      if (!DROP.has(name.toLowerCase())) headers.push(name, raw[i + 1] as string);
+    }
+    headers.push('authorization', KEY);
+    const path = (req.url ?? '/').replace(/^\/openai/, '');
+    const handler: Dispatcher.DispatchHandler = {
+      // undici tells the new handler interface from the legacy one by this method.
+      onRequestStart() {
+        return undefined;
+      },
+      onResponseStart(_controller, status, upstreamHeaders) {
+        const out: string[] = [];
+        for (const name in upstreamHeaders) {
+          const value = upstreamHeaders[name];
+          if (value === undefined || name === 'connection' || name === 'keep-alive') continue;
+          if (typeof value === 'string') out.push(name, value);
+          else for (const v of value) out.push(name, v);
+        }
+        res.writeHead(status, out);
+        if (upstreamHeaders['content-length'] === undefined) res.flushHeaders();
+      },
+      onResponseData(_controller, chunk) {
+        res.write(chunk);
+      },
+      onResponseEnd() {
+        res.end();
+      },
+      onResponseError() {
+        if (res.headersSent) res.destroy();
+        else res.writeHead(502).end();
+      },
+    };
+    const hasBody =
+      req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
+    pool.dispatch({ path, method: req.method ?? 'GET', headers, body: hasBody ? req : null }, handler);
+  },
+);
+server.listen(0, '127.0.0.1', () => {
+  process.stdout.write(`${JSON.stringify({ port: (server.address() as AddressInfo).port })}\n`);
+});
