@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { randomBase58, timeOrderedBase58 } from './base58.js';
 
 /**
@@ -78,7 +78,8 @@ export function isId(kind: IdKind, value: string): boolean {
  * plain SHA-256 (no salt, no slow hash) is enough and keeps lookup a single indexed equality.
  */
 export function secretDigest(secret: string): string {
-  return createHash('sha256').update(secret, 'utf8').digest('hex');
+  // The one-shot form: no Hash object per call (this runs for every proxied request).
+  return hash('sha256', secret, 'hex');
 }
 
 /** `svc_hb_` + first 4 + `…` + last 4 of the body: enough to recognise a token, useless to use it. */

@@ -16,7 +16,8 @@ export interface LogThreadData {
 export type ToLogThread =
   | {
       readonly t: 'records';
-      readonly requests: readonly RequestLogRecord[];
+      /** Request records packed by packRequest, REQUEST_WIDTH values each. */
+      readonly requests: readonly PackedValue[];
       readonly anomalies: readonly AnomalyEntry[];
     }
   | { readonly t: 'flush'; readonly id: number }
@@ -34,3 +35,56 @@ export type FromLogThread =
   | { readonly t: 'store_failed'; readonly queue: LogQueue }
   /** One pino line of the worker's logger, re-logged by the main thread's logger. */
   | { readonly t: 'log'; readonly line: string };
+
+export type PackedValue = string | number | boolean | null;
+
+/** Values per packed request record. */
+export const REQUEST_WIDTH = 14;
+
+/**
+ * Appends a record's fields to `out` in a fixed order. A flat array of primitives clones several
+ * times faster than objects (whose keys are serialized again for every record) and allocates nothing
+ * per record on the proxy thread.
+ */
+export function packRequest(out: PackedValue[], r: RequestLogRecord): void {
+  out.push(
+    r.requestId,
+    r.timestamp,
+    r.accountId,
+    r.tokenId,
+    r.provider,
+    r.origin,
+    r.ip,
+    r.country,
+    r.pop,
+    r.path,
+    r.status,
+    r.authorized,
+    r.latencyMs,
+    r.forwarded,
+  );
+}
+
+/** The records packRequest put in `packed`, in order. */
+export function unpackRequests(packed: readonly PackedValue[]): RequestLogRecord[] {
+  const records: RequestLogRecord[] = [];
+  for (let i = 0; i + REQUEST_WIDTH <= packed.length; i += REQUEST_WIDTH) {
+    records.push({
+      requestId: packed[i] as string,
+      timestamp: packed[i + 1] as string,
+      accountId: packed[i + 2] as string | null,
+      tokenId: packed[i + 3] as string | null,
+      provider: packed[i + 4] as string | null,
+      origin: packed[i + 5] as string | null,
+      ip: packed[i + 6] as string,
+      country: packed[i + 7] as string | null,
+      pop: packed[i + 8] as string,
+      path: packed[i + 9] as string,
+      status: packed[i + 10] as number,
+      authorized: packed[i + 11] as boolean,
+      latencyMs: packed[i + 12] as number,
+      forwarded: packed[i + 13] as boolean,
+    });
+  }
+  return records;
+}

@@ -4,19 +4,44 @@
  * writes (several milliseconds per batch) would otherwise stall the proxy's event loop every
  * flush; here they stall nothing but this thread. Started by log-worker.ts, never imported.
  */
+import { readlinkSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { pino } from 'pino';
 import { createAnomalyWriter } from '../anomalies/anomaly-writer.js';
 import { openStoreWithoutMigrating } from '../store/open.js';
 import type { QueueMetrics } from './batcher.js';
 import { createRequestLogWriter } from './batch-writer.js';
-import type { FromLogThread, LogQueue, LogThreadData, ToLogThread } from './log-protocol.js';
+import {
+  unpackRequests,
+  type FromLogThread,
+  type LogQueue,
+  type LogThreadData,
+  type ToLogThread,
+} from './log-protocol.js';
 
 const DEPTH_INTERVAL_MS = 1000;
+/**
+ * Nice value of this thread. When the proxy thread and this one both want the CPU, the scheduler
+ * gives the proxy ~10 times the share: requests are served first and logs catch up (the queue is
+ * bounded; see batcher.ts).
+ */
+const LOG_THREAD_NICE = 10;
+
+/** Linux only (the thread's own id from /proc/thread-self); elsewhere the thread keeps its priority. */
+function lowerOwnPriority(): void {
+  try {
+    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    if (Number.isInteger(tid) && tid > 0) setPriority(tid, LOG_THREAD_NICE);
+  } catch {
+    // Not Linux, or not allowed: the logs are still written, only without the lower priority.
+  }
+}
 
 async function main(): Promise<void> {
   const port = parentPort;
   if (port === null) throw new Error('log-thread.js runs as a worker thread only');
+  lowerOwnPriority();
   const data = workerData as LogThreadData;
   const post = (message: FromLogThread): void => port.postMessage(message);
   // Every line goes to the main thread's logger, so there is one log stream with one configuration.
@@ -48,7 +73,7 @@ async function main(): Promise<void> {
   port.on('message', (message: ToLogThread) => {
     switch (message.t) {
       case 'records':
-        for (const record of message.requests) requestLog.write(record);
+        for (const record of unpackRequests(message.requests)) requestLog.write(record);
         for (const entry of message.anomalies) anomalies.write(entry);
         depth();
         return;

@@ -5,7 +5,15 @@ import { breachEntry, type AnomalyWriter } from '../anomalies/anomaly-writer.js'
 import type { AnomalyEntry } from '../store/records.js';
 import { DEFAULT_MAX_QUEUE, type Batcher, type QueueMetrics } from './batcher.js';
 import { createRequestLinePrinter, type RequestLogWriter } from './batch-writer.js';
-import type { FromLogThread, LogQueue, LogThreadData, ToLogThread } from './log-protocol.js';
+import {
+  packRequest,
+  REQUEST_WIDTH,
+  type FromLogThread,
+  type LogQueue,
+  type LogThreadData,
+  type PackedValue,
+  type ToLogThread,
+} from './log-protocol.js';
 import type { RequestLogRecord } from './record.js';
 
 /**
@@ -20,6 +28,12 @@ const MAX_POST = 512;
 /** A worker that dies is started again after this delay; records wait here meanwhile. */
 const RESTART_DELAY_MS = 1000;
 const DEFAULT_CLOSE_TIMEOUT_MS = 10_000;
+/**
+ * The worker's heap, kept small: it holds at most its queues (100,000 records of a few hundred bytes
+ * each) and one batch. A worker that runs out is restarted like one that failed (its queue is lost
+ * and counted as dropped). The young generation is what V8 grows to tens of MB by default.
+ */
+const THREAD_LIMITS = { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 96 } as const;
 
 export interface LogWorkerOptions {
   /** The store the worker opens (already migrated by the caller). */
@@ -89,7 +103,8 @@ class LogChannel {
   #worker: Worker | null = null;
   #restartTimer: NodeJS.Timeout | undefined;
   #postTimer: NodeJS.Timeout | undefined;
-  #requests: RequestLogRecord[] = [];
+  /** Packed request records (packRequest), REQUEST_WIDTH values each. */
+  #requests: PackedValue[] = [];
   #anomalies: AnomalyEntry[] = [];
   /** What the worker last reported as waiting in its own queues. */
   readonly #workerDepth: Record<LogQueue, number> = { request_log: 0, anomaly_log: 0 };
@@ -108,21 +123,22 @@ class LogChannel {
 
   depth(queue: LogQueue): number {
     return (
-      (queue === 'request_log' ? this.#requests.length : this.#anomalies.length) + this.#workerDepth[queue]
+      (queue === 'request_log' ? this.#requestCount() : this.#anomalies.length) + this.#workerDepth[queue]
     );
   }
 
   request(record: RequestLogRecord): void {
     if (this.#closing) return this.#dropped('request_log', 1);
-    this.#requests.push(record);
-    if (this.#requests.length > this.#maxQueue) this.#dropped('request_log', trimOldest(this.#requests));
-    this.#schedule(this.#requests.length);
+    packRequest(this.#requests, record);
+    const count = this.#requestCount();
+    if (count > this.#maxQueue) this.#dropped('request_log', trimOldest(this.#requests, REQUEST_WIDTH));
+    this.#schedule(count);
   }
 
   anomaly(entry: AnomalyEntry): void {
     if (this.#closing) return this.#dropped('anomaly_log', 1);
     this.#anomalies.push(entry);
-    if (this.#anomalies.length > this.#maxQueue) this.#dropped('anomaly_log', trimOldest(this.#anomalies));
+    if (this.#anomalies.length > this.#maxQueue) this.#dropped('anomaly_log', trimOldest(this.#anomalies, 1));
     this.#schedule(this.#anomalies.length);
   }
 
@@ -159,6 +175,10 @@ class LogChannel {
     });
   }
 
+  #requestCount(): number {
+    return this.#requests.length / REQUEST_WIDTH;
+  }
+
   #schedule(length: number): void {
     if (length >= MAX_POST) this.#post();
     else if (this.#postTimer === undefined) this.#postTimer = setTimeout(this.#onPostTimer, POST_INTERVAL_MS);
@@ -176,7 +196,7 @@ class LogChannel {
     this.#postTimer = undefined;
     const message: ToLogThread = { t: 'records', requests: this.#requests, anomalies: this.#anomalies };
     // Counted as the worker's until its next depth report, so the depth never dips in between.
-    this.#workerDepth.request_log += this.#requests.length;
+    this.#workerDepth.request_log += this.#requestCount();
     this.#workerDepth.anomaly_log += this.#anomalies.length;
     this.#requests = [];
     this.#anomalies = [];
@@ -189,7 +209,7 @@ class LogChannel {
       dataDir: this.#options.dataDir,
       flushIntervalMs: this.#options.flushIntervalMs,
     };
-    const worker = new Worker(threadFile(), { workerData: data });
+    const worker = new Worker(threadFile(), { workerData: data, resourceLimits: THREAD_LIMITS });
     this.#worker = worker;
     worker.on('message', (message: FromLogThread) => this.#onMessage(message));
     worker.on('error', (err) => {
@@ -247,7 +267,7 @@ class LogChannel {
   }
 
   #dropAll(): void {
-    this.#dropped('request_log', this.#requests.length);
+    this.#dropped('request_log', this.#requestCount());
     this.#dropped('anomaly_log', this.#anomalies.length);
     this.#requests = [];
     this.#anomalies = [];
@@ -264,10 +284,13 @@ class LogChannel {
   }
 }
 
-/** Drops the oldest tenth of a full queue at once, so an overflowing queue costs O(1) per write. */
-function trimOldest(queue: unknown[]): number {
-  const count = Math.max(1, Math.ceil(queue.length / 10));
-  queue.splice(0, count);
+/**
+ * Drops the oldest tenth of a full queue of items `width` values wide at once, so an overflowing
+ * queue costs O(1) per write. Returns the number of items dropped.
+ */
+function trimOldest(queue: unknown[], width: number): number {
+  const count = Math.max(1, Math.ceil(queue.length / width / 10));
+  queue.splice(0, count * width);
   return count;
 }
 

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/observability/logger.js';
 import { createMetrics } from '../../src/observability/metrics.js';
+import { packRequest, unpackRequests, type PackedValue } from '../../src/requestlog/log-protocol.js';
 import { startLogWorker } from '../../src/requestlog/log-worker.js';
 import type { RequestLogRecord } from '../../src/requestlog/record.js';
 import { timestampPosition } from '../../src/store/records.js';
@@ -21,6 +22,20 @@ function capture() {
   const entries = () => lines.map((line) => JSON.parse(line) as Record<string, unknown>);
   return { logger, entries };
 }
+
+describe('packed request records', () => {
+  it('unpack to the records that were packed, nulls and booleans included, in order', () => {
+    const records = [
+      record({ accountId: null, tokenId: null, provider: null, origin: null, country: null }),
+      record({ status: 403, authorized: false, forwarded: false, latencyMs: 0 }),
+      record({ status: 200, authorized: true, forwarded: true, country: 'BR', origin: 'https://a.example' }),
+    ];
+    const packed: PackedValue[] = [];
+    for (const r of records) packRequest(packed, r);
+    expect(packed.every((v) => v === null || typeof v !== 'object')).toBe(true);
+    expect(unpackRequests(structuredClone(packed))).toEqual(records);
+  });
+});
 
 for (const fixture of databases) {
   describe.skipIf(!fixture.available)(`log worker on ${fixture.name}`, () => {
