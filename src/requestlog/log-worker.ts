@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { Worker } from 'node:worker_threads';
+import { Worker, type ResourceLimits } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { breachEntry, type AnomalyWriter } from '../anomalies/anomaly-writer.js';
 import type { AnomalyEntry } from '../store/records.js';
@@ -48,6 +48,8 @@ export interface LogWorkerOptions {
   /** Items waiting on this side before the oldest are dropped (the worker has its own bound too). */
   readonly maxQueue?: number | undefined;
   readonly closeTimeoutMs?: number | undefined;
+  /** The worker's heap limits (default THREAD_LIMITS). */
+  readonly resourceLimits?: ResourceLimits | undefined;
 }
 
 export interface LogWorker {
@@ -209,7 +211,10 @@ class LogChannel {
       dataDir: this.#options.dataDir,
       flushIntervalMs: this.#options.flushIntervalMs,
     };
-    const worker = new Worker(threadFile(), { workerData: data, resourceLimits: THREAD_LIMITS });
+    const worker = new Worker(threadFile(), {
+      workerData: data,
+      resourceLimits: this.#options.resourceLimits ?? THREAD_LIMITS,
+    });
     this.#worker = worker;
     worker.on('message', (message: FromLogThread) => this.#onMessage(message));
     worker.on('error', (err) => {

@@ -159,3 +159,49 @@ describe('log worker against a database that is down', () => {
     await worker.close();
   });
 });
+
+describe('log worker that dies', () => {
+  it('is started again: the loss is logged and counted, and later records are stored', async () => {
+    const opened = await databases[0].create();
+    try {
+      const { account } = await newAccount(opened.store);
+      const token = await createToken(opened.store, account.id);
+      const { logger, entries } = capture();
+      const metrics = createMetrics({ providers: ['openai'], defaultMetrics: false });
+      const worker = startLogWorker({
+        database: opened.database,
+        dataDir: opened.dataDir,
+        logger,
+        metrics: { requestLog: metrics.queue('request_log'), anomalies: metrics.queue('anomaly_log') },
+        // Nothing is stored for a minute, so the queue fills the worker's small heap until it dies.
+        flushIntervalMs: 60_000,
+        resourceLimits: { maxOldGenerationSizeMb: 24, maxYoungGenerationSizeMb: 2 },
+      });
+      const restarted = () => entries().some((e) => String(e.msg).startsWith('log worker stopped'));
+      const deadline = Date.now() + 20_000;
+      while (!restarted() && Date.now() < deadline) {
+        for (let i = 0; i < 5000; i += 1)
+          worker.requestLog.write(
+            record({ accountId: account.id, tokenId: token.id, path: `/openai/${'x'.repeat(200)}` }),
+          );
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      expect(restarted()).toBe(true);
+      expect(entries().some((e) => e.level === 50 && e.msg === 'log worker failed')).toBe(true);
+      expect(await metrics.registry.metrics()).toMatch(
+        /tokenproxy_log_dropped_total\{queue="request_log"\} [1-9]/,
+      );
+
+      // Give the new worker a moment, then check it stores what comes after.
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      const later = record({ accountId: account.id, tokenId: token.id, status: 201 });
+      worker.requestLog.write(later);
+      await worker.flush();
+      const stored = await opened.store.requestLogs.list(account.id, {}, { limit: 100 });
+      expect(stored.items.map((e) => e.id)).toContain(later.requestId);
+      await worker.close();
+    } finally {
+      await opened.cleanup();
+    }
+  }, 60_000);
+});
