@@ -1,18 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createLogger } from '../../src/observability/logger.js';
 import { createMetrics } from '../../src/observability/metrics.js';
 import { createRequestLogWriter, type RequestLogWriterOptions } from '../../src/requestlog/batch-writer.js';
-import type { RequestLogRecord } from '../../src/requestlog/record.js';
 import { StoreUnavailableError } from '../../src/store/errors.js';
 import type { RequestLogEntry, TokenRecord } from '../../src/store/records.js';
 import type { Store, TokenUsage } from '../../src/store/store.js';
 import { databases, type OpenedDatabase } from '../support/databases.js';
-import { SPEC_LOG_FIELDS, createToken, newAccount, requestLogEntry } from '../store/helpers.js';
-
-function record(overrides: Partial<RequestLogRecord> = {}): RequestLogRecord {
-  const { id, ...entry } = requestLogEntry({ timestamp: '2026-03-10T12:00:00.000Z' });
-  return { requestId: id, ...entry, forwarded: false, ...overrides };
-}
+import { SPEC_LOG_FIELDS, createToken, newAccount } from '../store/helpers.js';
+import { capture, record } from './helpers.js';
 
 /**
  * The real store, with its calls counted and failures switched on at will: `fail` decides per call
@@ -44,13 +38,6 @@ function instrumented(store: Store) {
       fail = decide;
     },
   };
-}
-
-function capture() {
-  const lines: string[] = [];
-  const logger = createLogger('debug', { write: (line: string) => void lines.push(line) });
-  const entries = () => lines.map((line) => JSON.parse(line) as Record<string, unknown>);
-  return { logger, lines, entries };
 }
 
 for (const fixture of databases) {

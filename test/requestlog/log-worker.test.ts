@@ -3,25 +3,13 @@ import { createLogger } from '../../src/observability/logger.js';
 import { createMetrics } from '../../src/observability/metrics.js';
 import { packRequest, unpackRequests, type PackedValue } from '../../src/requestlog/log-protocol.js';
 import { startLogWorker } from '../../src/requestlog/log-worker.js';
-import type { RequestLogRecord } from '../../src/requestlog/record.js';
 import { timestampPosition } from '../../src/store/records.js';
 import type { Store } from '../../src/store/store.js';
 import { databases, type OpenedDatabase } from '../support/databases.js';
-import { allPages, anomalyEntry, createToken, newAccount, requestLogEntry } from '../store/helpers.js';
+import { allPages, anomalyEntry, createToken, newAccount } from '../store/helpers.js';
+import { capture, record } from './helpers.js';
 
 /** The worker thread stores what the proxy's thread hands it, through a store connection of its own. */
-
-function record(overrides: Partial<RequestLogRecord>): RequestLogRecord {
-  const { id, ...entry } = requestLogEntry({ timestamp: '2026-03-10T12:00:00.000Z' });
-  return { requestId: id, ...entry, forwarded: false, ...overrides };
-}
-
-function capture() {
-  const lines: string[] = [];
-  const logger = createLogger('debug', { write: (line: string) => void lines.push(line) });
-  const entries = () => lines.map((line) => JSON.parse(line) as Record<string, unknown>);
-  return { logger, entries };
-}
 
 describe('packed request records', () => {
   it('unpack to the records that were packed, nulls and booleans included, in order', () => {
@@ -162,7 +150,9 @@ describe('log worker against a database that is down', () => {
 
 describe('log worker that dies', () => {
   it('is started again: the loss is logged and counted, and later records are stored', async () => {
-    const opened = await databases[0].create();
+    const sqlite = databases.find((fixture) => fixture.name === 'sqlite');
+    if (sqlite === undefined) throw new Error('no SQLite fixture');
+    const opened = await sqlite.create();
     try {
       const { account } = await newAccount(opened.store);
       const token = await createToken(opened.store, account.id);
