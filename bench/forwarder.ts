@@ -46,10 +46,17 @@ const server = createServer(
     }
     headers.push('authorization', KEY);
     const path = (req.url ?? '/').replace(/^\/openai/, '');
+    let controller: Dispatcher.DispatchController | undefined;
+    let done = false;
+    // A client that leaves (the bench's held streams) ends its upstream request too.
+    res.once('close', () => {
+      if (!done) controller?.abort(new Error('client closed the connection'));
+    });
     const handler: Dispatcher.DispatchHandler = {
       // undici tells the new handler interface from the legacy one by this method.
-      onRequestStart() {
-        return undefined;
+      onRequestStart(c) {
+        controller = c;
+        if (res.destroyed) c.abort(new Error('client closed the connection'));
       },
       onResponseStart(_controller, status, upstreamHeaders) {
         const out: string[] = [];
@@ -63,12 +70,15 @@ const server = createServer(
         if (upstreamHeaders['content-length'] === undefined) res.flushHeaders();
       },
       onResponseData(_controller, chunk) {
-        res.write(chunk);
+        if (!res.destroyed) res.write(chunk);
       },
       onResponseEnd() {
+        done = true;
         res.end();
       },
       onResponseError() {
+        done = true;
+        if (res.destroyed) return;
         if (res.headersSent) res.destroy();
         else res.writeHead(502).end();
       },

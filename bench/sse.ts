@@ -68,14 +68,15 @@ export function timeStream(
           for (const m of events.matchAll(STAMP)) delays.push(arrived - Number(m[1]));
         });
         res.on('end', () => {
-          if (delays.length !== chunks) {
+          const first = delays[0];
+          if (delays.length !== chunks || first === undefined) {
             reject(
               new BenchFailure(
                 `stream from ${target.prefix || 'direct'} had ${delays.length}/${chunks} chunks`,
               ),
             );
           } else {
-            resolve({ firstChunkMs, chunkDelaysMs: delays, firstChunkDelayMs: delays[0] as number });
+            resolve({ firstChunkMs, chunkDelaysMs: delays, firstChunkDelayMs: first });
           }
         });
         res.on('error', reject);

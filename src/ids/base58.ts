@@ -53,14 +53,18 @@ export function pooledRandomBase58(length: number): string {
 
 /** 58^8 ms is about 4,000 years: eight digits keep ids of our era the same length. */
 const TIME_DIGITS = 8;
+const MAX_TIME = 58 ** TIME_DIGITS - 1;
 
 /**
  * `value` (a non-negative integer below 58^digits) as fixed-width base58. The alphabet is in ASCII
  * order, so these strings sort (bytewise) like the numbers they encode.
  */
 export function base58Fixed(value: number, digits: number): string {
+  if (!Number.isSafeInteger(value) || value < 0 || value >= 58 ** digits) {
+    throw new RangeError(`base58Fixed: ${String(value)} does not fit in ${String(digits)} base58 digits`);
+  }
   let out = '';
-  let rest = Math.floor(value);
+  let rest = value;
   for (let i = 0; i < digits; i++) {
     out = BASE58_ALPHABET.charAt(rest % 58) + out;
     rest = Math.floor(rest / 58);
@@ -74,5 +78,7 @@ export function base58Fixed(value: number, digits: number): string {
  * which is what keeps request-log inserts cheap as the table grows.
  */
 export function timeOrderedBase58(length: number, nowMs: number): string {
-  return base58Fixed(nowMs, TIME_DIGITS) + pooledRandomBase58(length - TIME_DIGITS);
+  // A clock is never trusted to throw on the hot path: out-of-range times are clamped (NaN → 0).
+  const ms = Number.isFinite(nowMs) ? Math.min(Math.max(Math.floor(nowMs), 0), MAX_TIME) : 0;
+  return base58Fixed(ms, TIME_DIGITS) + pooledRandomBase58(length - TIME_DIGITS);
 }

@@ -5,7 +5,7 @@
  * flush; here they stall nothing but this thread. Started by log-worker.ts, never imported.
  */
 import { readlinkSync } from 'node:fs';
-import { setPriority } from 'node:os';
+import { getPriority, setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { pino } from 'pino';
 import { createAnomalyWriter } from '../anomalies/anomaly-writer.js';
@@ -22,17 +22,21 @@ import {
 
 const DEPTH_INTERVAL_MS = 1000;
 /**
- * Nice value of this thread. When the proxy thread and this one both want the CPU, the scheduler
+ * This thread runs 10 nice steps below the process. When the proxy thread and this one both want the CPU, the scheduler
  * gives the proxy ~10 times the share: requests are served first and logs catch up (the queue is
  * bounded; see batcher.ts).
  */
-const LOG_THREAD_NICE = 10;
+const LOG_THREAD_NICE_STEP = 10;
+const LOWEST_PRIORITY = 19;
 
 /** Linux only (the thread's own id from /proc/thread-self); elsewhere the thread keeps its priority. */
 function lowerOwnPriority(): void {
   try {
     const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
-    if (Number.isInteger(tid) && tid > 0) setPriority(tid, LOG_THREAD_NICE);
+    // Relative to the process's own nice value, so a server already run at low priority never has
+    // its log thread raised above it.
+    if (Number.isInteger(tid) && tid > 0)
+      setPriority(tid, Math.min(LOWEST_PRIORITY, getPriority(tid) + LOG_THREAD_NICE_STEP));
   } catch {
     // Not Linux, or not allowed: the logs are still written, only without the lower priority.
   }

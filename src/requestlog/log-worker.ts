@@ -114,6 +114,7 @@ class LogChannel {
   #nextFlushId = 1;
   #closing = false;
   #closed: (() => void) | undefined;
+  #closePromise: Promise<void> | undefined;
 
   constructor(options: LogWorkerOptions) {
     this.#options = options;
@@ -145,7 +146,8 @@ class LogChannel {
   }
 
   flush(): Promise<void> {
-    if (this.#closing) return Promise.resolve();
+    // Closing stores everything first; after that nothing is taken any more.
+    if (this.#closing) return this.#closePromise ?? Promise.resolve();
     const id = this.#nextFlushId++;
     return new Promise((resolve) => {
       this.#flushes.set(id, resolve);
@@ -155,6 +157,10 @@ class LogChannel {
   }
 
   close(): Promise<void> {
+    return (this.#closePromise ??= this.#close());
+  }
+
+  #close(): Promise<void> {
     this.#closing = true;
     clearTimeout(this.#postTimer);
     clearTimeout(this.#restartTimer);
@@ -197,7 +203,8 @@ class LogChannel {
     clearTimeout(this.#postTimer);
     this.#postTimer = undefined;
     const message: ToLogThread = { t: 'records', requests: this.#requests, anomalies: this.#anomalies };
-    // Counted as the worker's until its next depth report, so the depth never dips in between.
+    // Counted as the worker's until its next depth report (which may cross this message in flight:
+    // the depth is an estimate between reports, exact once the worker is idle).
     this.#workerDepth.request_log += this.#requestCount();
     this.#workerDepth.anomaly_log += this.#anomalies.length;
     this.#requests = [];
@@ -218,12 +225,17 @@ class LogChannel {
     this.#worker = worker;
     worker.on('message', (message: FromLogThread) => this.#onMessage(message));
     worker.on('error', (err) => {
-      this.#options.logger.error({ err: { name: err.name } }, 'log worker failed');
+      const code = (err as { code?: unknown }).code;
+      this.#options.logger.error(
+        { err: typeof code === 'string' ? { name: err.name, code } : { name: err.name } },
+        'log worker failed',
+      );
     });
     worker.once('exit', () => this.#onExit(worker));
-    // A worker started again after a failure owes the flushes that were waiting on the old one.
-    for (const id of this.#flushes.keys()) worker.postMessage({ t: 'flush', id } satisfies ToLogThread);
+    // Records queued while no worker ran go first, then the flushes that were waiting on the old
+    // worker: a flush answers only for what was posted before it.
     this.#post();
+    for (const id of this.#flushes.keys()) worker.postMessage({ t: 'flush', id } satisfies ToLogThread);
   }
 
   #onMessage(message: FromLogThread): void {
@@ -235,6 +247,9 @@ class LogChannel {
         return;
       }
       case 'closed':
+        // The worker stored (or itself counted as dropped) everything it held.
+        this.#workerDepth.request_log = 0;
+        this.#workerDepth.anomaly_log = 0;
         this.#closed?.();
         return;
       case 'depth':

@@ -80,27 +80,37 @@ export async function startServer(config: Config, options: StartOptions): Promis
   // Events (src/events): the durable outbox, its delivery worker (webhooks, e-mail) and the expiry
   // sweeper. The public addresses are read lazily: they are known only once the listeners are bound.
   let dashboardBase = config.publicApiUrl;
-  const events = startEvents({
-    store,
-    vault,
-    config,
-    logger,
-    now,
-    links: {
-      publicProxyUrl: () => publicProxyUrl,
-      dashboardUrl: () => `${dashboardBase ?? ''}/`,
-    },
-  });
-  // Limits (src/limits): IP backoff, rate limits, quotas, breach alerts, anomaly detection.
-  const limitsPublisher: EventPublisher = events.publisher;
-  const limits = createLimits({
-    config,
-    store,
-    anomalies,
-    publisher: limitsPublisher,
-    logger,
-    now: () => now().getTime(),
-  });
+  let events: RunningEvents | undefined;
+  let limits: ReturnType<typeof createLimits> | undefined;
+  try {
+    events = startEvents({
+      store,
+      vault,
+      config,
+      logger,
+      now,
+      links: {
+        publicProxyUrl: () => publicProxyUrl,
+        dashboardUrl: () => `${dashboardBase ?? ''}/`,
+      },
+    });
+    // Limits (src/limits): IP backoff, rate limits, quotas, breach alerts, anomaly detection.
+    const limitsPublisher: EventPublisher = events.publisher;
+    limits = createLimits({
+      config,
+      store,
+      anomalies,
+      publisher: limitsPublisher,
+      logger,
+      now: () => now().getTime(),
+    });
+  } catch (err) {
+    // The log worker's thread would keep the process alive: everything started so far is stopped.
+    await events?.close();
+    await logWorker.close();
+    await store.close();
+    throw err;
+  }
   try {
     const countryOf = await createCountryResolver(config);
     const created = await bootstrapDefaultAccount(store, now());

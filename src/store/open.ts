@@ -11,8 +11,9 @@ export interface OpenStoreOptions {
   /** PostgreSQL only: how long to wait for a connection before StoreUnavailableError. */
   readonly connectionTimeoutMs?: number | undefined;
   /**
-   * The connection of the log worker, which writes request-log and anomaly rows only. On SQLite its
-   * commits are not fsynced one by one (`synchronous = NORMAL`); other connections keep FULL.
+   * The connection of the log worker, which writes request-log and anomaly rows and the request
+   * counts and usage that go with them. On SQLite its commits are not fsynced one by one
+   * (`synchronous = NORMAL`); other connections keep FULL.
    */
   readonly logWriter?: boolean | undefined;
 }

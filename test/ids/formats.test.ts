@@ -87,6 +87,17 @@ describe('request ids (time-ordered)', () => {
     expect(base58Fixed(value, 8)).toBe(expected);
   });
 
+  it.each([-1, 1.5, 58 ** 8, Number.NaN])('base58Fixed refuses %d for 8 digits', (value) => {
+    expect(() => base58Fixed(value, 8)).toThrow(RangeError);
+  });
+
+  it('clamps a clock that is out of range instead of failing the request', () => {
+    expect(newRequestId(-5).slice(4, 12)).toBe('11111111');
+    expect(newRequestId(Number.NaN).slice(4, 12)).toBe('11111111');
+    expect(newRequestId(1e20).slice(4, 12)).toBe('zzzzzzzz');
+    expect(newRequestId(1234.9).slice(4, 12)).toBe(base58Fixed(1234, 8));
+  });
+
   it('sort bytewise in the order of their times, across digit carries and years', () => {
     const times = [
       0,

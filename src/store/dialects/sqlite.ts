@@ -69,7 +69,8 @@ async function openFile(dataDir: string, file: string, logWriter: boolean): Prom
     // Deleted content (a destroyed key's ciphertext) is overwritten with zeros instead of lingering in free space.
     db.pragma('secure_delete = ON');
     // In WAL mode NORMAL still never corrupts the file; a power cut may lose the last commits, which
-    // for request-log rows is an acceptable price for not waiting on fsync every batch.
+    // for this connection's writes (request-log and anomaly rows, and the request counts and monthly
+    // usage updated with them) is an acceptable price for not waiting on fsync every batch.
     if (logWriter) db.pragma('synchronous = NORMAL');
     return db;
   } catch (error) {
