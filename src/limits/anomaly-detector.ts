@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { errorName } from '../errors/summary.js';
 import type { EventPublisher } from '../events/publisher.js';
 import type { AnomalyEntry } from '../store/records.js';
 import { AnomalyModel, type AnomalySettings, type Detection } from './anomaly-model.js';
@@ -67,12 +68,7 @@ export function createAnomalyDetector(options: AnomalyDetectorOptions): AnomalyD
           type: 'anomaly.detected',
           data: { token_id: req.tokenId, kind, details },
         })
-        .catch((err: unknown) =>
-          logger?.error(
-            { err: err instanceof Error ? err.name : typeof err },
-            'anomaly.detected not recorded',
-          ),
-        );
+        .catch((err: unknown) => logger?.error({ err: errorName(err) }, 'anomaly.detected not recorded'));
     }
   }
 

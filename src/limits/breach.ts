@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { errorName } from '../errors/summary.js';
 import type { OnUnauthorized, UnauthorizedAttempt } from '../anomalies/record.js';
 import type { EventPublisher } from '../events/publisher.js';
 import type { Counters } from './counters.js';
@@ -144,8 +145,4 @@ export function createBreachHandler(options: BreachHandlerOptions): BreachHandle
       if (timer !== undefined) clearInterval(timer);
     },
   };
-}
-
-function errorName(err: unknown): string {
-  return err instanceof Error ? err.name : typeof err;
 }

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { errorName } from '../errors/summary.js';
 import type { PlanLimits } from '../accounts/plans.js';
 import type { EventPublisher } from '../events/publisher.js';
 import type { AnomalyEntry, PlanName, TokenRecord } from '../store/records.js';
@@ -65,9 +66,7 @@ export function createProxyLimits(options: ProxyLimitsOptions): ProxyLimits {
     onThreshold: ({ accountId, plan, limit, used, period }) => {
       publisher
         .publish({ accountId, type: 'quota.threshold_reached', data: { plan, limit, used, period } })
-        .catch((err: unknown) =>
-          logger?.error({ err: err instanceof Error ? err.name : typeof err }, 'quota event not recorded'),
-        );
+        .catch((err: unknown) => logger?.error({ err: errorName(err) }, 'quota event not recorded'));
     },
   });
   const detector = createAnomalyDetector({
@@ -95,7 +94,7 @@ export function createProxyLimits(options: ProxyLimitsOptions): ProxyLimits {
       try {
         detector.observe(token.id, now, ip, country, source);
       } catch (err) {
-        logger?.error({ err: err instanceof Error ? err.name : typeof err }, 'anomaly detection failed');
+        logger?.error({ err: errorName(err) }, 'anomaly detection failed');
       }
     },
     close() {

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { errorName } from '../errors/summary.js';
 import type { PlanLimits } from '../accounts/plans.js';
 import type { PlanName } from '../store/records.js';
 import type { Counters, MaybePromise } from './counters.js';
@@ -194,8 +195,4 @@ export class AccountQuotas {
     };
     return this.#period;
   }
-}
-
-function errorName(err: unknown): string {
-  return err instanceof Error ? err.name : typeof err;
 }

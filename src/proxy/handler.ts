@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
 import type { UnauthorizedReason } from '../anomalies/record.js';
+import { errorSummary } from '../errors/summary.js';
 import { isSanitizedToken, newRequestId, secretDigest } from '../ids/formats.js';
 import type { ObservedRequest } from '../limits/anomaly-detector.js';
 import type { Admission } from '../limits/proxy-limits.js';
@@ -491,13 +492,4 @@ function upstreamErrorCode(err: Error): ProxyErrorCode {
   if (code === 'UND_ERR_HEADERS_TIMEOUT') return 'upstream_timeout';
   if (code === 'UND_ERR_INVALID_ARG' || code === 'UND_ERR_NOT_SUPPORTED') return 'internal_error';
   return 'upstream_unreachable';
-}
-
-/** Name and code only: messages of lower layers could, in principle, quote what they were given. */
-function errorSummary(err: unknown): { name: string; code?: string } {
-  if (err instanceof Error) {
-    const code = (err as { code?: unknown }).code;
-    return typeof code === 'string' ? { name: err.name, code } : { name: err.name };
-  }
-  return { name: typeof err };
 }

@@ -9,6 +9,7 @@ import { getPriority, setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { pino } from 'pino';
 import { createAnomalyWriter } from '../anomalies/anomaly-writer.js';
+import { errorName } from '../errors/summary.js';
 import { openStoreWithoutMigrating } from '../store/open.js';
 import type { QueueMetrics } from './batcher.js';
 import { createRequestLogWriter } from './batch-writer.js';
@@ -22,9 +23,9 @@ import {
 
 const DEPTH_INTERVAL_MS = 1000;
 /**
- * This thread runs 10 nice steps below the process. When the proxy thread and this one both want the CPU, the scheduler
- * gives the proxy ~10 times the share: requests are served first and logs catch up (the queue is
- * bounded; see batcher.ts).
+ * This thread runs 10 nice steps below the process. When the proxy thread and this one both want
+ * the CPU, the scheduler gives the proxy ~10 times the share: requests are served first and logs
+ * catch up (the queue is bounded; see batcher.ts).
  */
 const LOG_THREAD_NICE_STEP = 10;
 const LOWEST_PRIORITY = 19;
@@ -101,10 +102,6 @@ async function main(): Promise<void> {
         return;
     }
   });
-}
-
-function errorName(err: unknown): string {
-  return err instanceof Error ? err.name : typeof err;
 }
 
 main().catch((err: unknown) => {

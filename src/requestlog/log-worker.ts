@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { Worker, type ResourceLimits } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { breachEntry, type AnomalyWriter } from '../anomalies/anomaly-writer.js';
+import { errorSummary } from '../errors/summary.js';
 import type { AnomalyEntry } from '../store/records.js';
 import { DEFAULT_MAX_QUEUE, type Batcher, type QueueMetrics } from './batcher.js';
 import { createRequestLinePrinter, type RequestLogWriter } from './batch-writer.js';
@@ -225,11 +226,7 @@ class LogChannel {
     this.#worker = worker;
     worker.on('message', (message: FromLogThread) => this.#onMessage(message));
     worker.on('error', (err) => {
-      const code = (err as { code?: unknown }).code;
-      this.#options.logger.error(
-        { err: typeof code === 'string' ? { name: err.name, code } : { name: err.name } },
-        'log worker failed',
-      );
+      this.#options.logger.error({ err: errorSummary(err) }, 'log worker failed');
     });
     worker.once('exit', () => this.#onExit(worker));
     // Records queued while no worker ran go first, then the flushes that were waiting on the old
