@@ -104,14 +104,6 @@ export async function startServer(config: Config, options: StartOptions): Promis
       logger,
       now: () => now().getTime(),
     });
-  } catch (err) {
-    // The log worker's thread would keep the process alive: everything started so far is stopped.
-    await events?.close();
-    await logWorker.close();
-    await store.close();
-    throw err;
-  }
-  try {
     const countryOf = await createCountryResolver(config);
     const created = await bootstrapDefaultAccount(store, now());
     if (created) {
@@ -151,7 +143,7 @@ export async function startServer(config: Config, options: StartOptions): Promis
         now,
         plans: config.plans,
         onCredentialsChanged: () => proxyServer.invalidateCredentials(),
-        onEventsCommitted: () => events.nudge(),
+        onEventsCommitted: () => events?.nudge(),
         allowPrivateWebhooks: config.allowPrivateWebhooks,
       },
       {
@@ -163,10 +155,11 @@ export async function startServer(config: Config, options: StartOptions): Promis
     );
     await api.listen({ host: config.host, port: config.apiPort });
   } catch (err) {
+    // Everything started so far is stopped (the log worker's thread would keep the process alive).
     await api?.close();
     await proxy?.close(0);
-    limits.close();
-    await events.close();
+    limits?.close();
+    await events?.close();
     await logWorker.close();
     await store.close();
     throw err;
