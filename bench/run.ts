@@ -265,35 +265,40 @@ class Bench {
     return { ca: join(d, 'ca.pem'), cert: join(d, 'leaf.pem'), key: join(d, 'leaf.key') };
   }
 
-  async startProvider(cert: string, key: string): Promise<number> {
-    const child = this.children.start('stand-in provider', 'taskset', [
+  /** Runs one of the bench's own servers pinned to `cpu`; it prints `{"port":N}` once listening. */
+  async startPinned(
+    name: string,
+    cpu: number,
+    script: string,
+    args: string[],
+  ): Promise<{ pid: number; port: number }> {
+    const child = this.children.start(name, 'taskset', [
       '-c',
-      '1',
+      String(cpu),
       process.execPath,
-      join(ROOT, 'dist-bench/bench/provider.js'),
-      cert,
-      key,
+      join(ROOT, 'dist-bench/bench', script),
+      ...args,
     ]);
     const m = await this.children.waitFor(child, /\{"port":(\d+)\}/, 10_000);
-    this.providerPid = child.pid;
-    return Number(m[1]);
+    return { pid: child.pid, port: Number(m[1]) };
+  }
+
+  async startProvider(cert: string, key: string): Promise<number> {
+    const { pid, port } = await this.startPinned('stand-in provider', 1, 'provider.js', [cert, key]);
+    this.providerPid = pid;
+    return port;
   }
 
   /** The reference forwarder (bench/forwarder.ts), pinned to CPU 0 like tokenproxy. */
   async startForwarder(cert: string, key: string): Promise<void> {
-    const child = this.children.start('reference forwarder', 'taskset', [
-      '-c',
-      '0',
-      process.execPath,
-      join(ROOT, 'dist-bench/bench/forwarder.js'),
+    const { pid, port } = await this.startPinned('reference forwarder', 0, 'forwarder.js', [
       cert,
       key,
       this.providerCa,
       String(this.providerPort),
     ]);
-    const m = await this.children.waitFor(child, /\{"port":(\d+)\}/, 10_000);
-    this.forwarderPid = child.pid;
-    this.forwarderPort = Number(m[1]);
+    this.forwarderPid = pid;
+    this.forwarderPort = port;
   }
 
   forwarder(): Scenario {

@@ -41,7 +41,10 @@ function pooledByte(): number {
   return pool[poolAt++] as number;
 }
 
-/** Like randomBase58, from the pooled bytes. */
+/**
+ * Like randomBase58, from the pooled bytes. For ids only: pooled bytes sit in memory until the pool
+ * is refilled, so secrets (sanitized tokens, API keys) keep drawing fresh bytes with randomBase58.
+ */
 export function pooledRandomBase58(length: number): string {
   let out = '';
   while (out.length < length) {
