@@ -1,4 +1,3 @@
-import { usagePeriod } from '../accounts/plans.js';
 import type { RequestLogRepo, TokenRepo, TokenUsage } from '../store/store.js';
 import { createBatcher, createStoreBatcher, type Batcher, type BatchingOptions } from './batcher.js';
 import { requestLogJson, toRequestLogEntry } from './json.js';
@@ -97,7 +96,9 @@ function usageOf(batch: readonly RequestLogRecord[]): TokenUsage[] {
   for (const record of batch) {
     const { tokenId, accountId } = record;
     if (!record.forwarded || tokenId === null || accountId === null) continue;
-    const key = `${tokenId} ${usagePeriod(new Date(record.timestamp)).period}`;
+    // The month of an ISO timestamp is its first 7 characters (`recordUsage` derives the period
+    // itself); parsing a Date per record cost the log worker more than this whole loop.
+    const key = `${tokenId} ${record.timestamp.slice(0, 7)}`;
     const entry = byToken.get(key);
     if (entry === undefined) {
       byToken.set(key, { tokenId, accountId, count: 1, lastUsedAt: record.timestamp });

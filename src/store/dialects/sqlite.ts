@@ -16,6 +16,7 @@ import {
 import type { DialectDatabase, DialectSupport } from '../dialect.js';
 import { guardDialect } from '../guard.js';
 import type { Database } from '../schema.js';
+import { withStatementCache } from './sqlite-statements.js';
 
 export const SQLITE_FILE_NAME = 'tokenproxy.db';
 const BUSY_TIMEOUT_MS = 5000;
@@ -108,7 +109,8 @@ export function createDatabase(options: SqliteOptions): DialectDatabase {
     },
   };
   const inner = new TokenproxySqliteDialect({
-    database: () => openFile(options.dataDir, file, options.logWriter === true),
+    database: async () =>
+      withStatementCache(await openFile(options.dataDir, file, options.logWriter === true)),
   });
   const db = new Kysely<Database>({
     dialect: guardDialect(inner, { isConnectionFailure, describe: `SQLite database ${file}`, secrets: [] }),

@@ -1,35 +1,42 @@
-import type { Insertable, Kysely, SelectQueryBuilder } from 'kysely';
+import type { Insertable, SelectQueryBuilder } from 'kysely';
 import type { AnomalyEntry, Page, PageQuery, RequestLogEntry } from '../records.js';
 import type { AnomaliesTable, Database, RequestLogsTable } from '../schema.js';
 import type { AnomalyRepo, RequestLogFilter, RequestLogRepo } from '../store.js';
 import type { RepoContext } from './context.js';
+import { BatchInsert } from './batch-insert.js';
 import { toAnomaly, toPage, toRequestLog } from './rows.js';
 
 type LogTable = 'request_logs' | 'anomalies';
 
-/**
- * Rows per INSERT statement: 13 columns × 500 stays far below SQLite's 32,766 and PostgreSQL's
- * 65,535 bound parameters, whatever batch size the writer chooses.
- */
-const ROWS_PER_STATEMENT = 500;
-
-/**
- * Inserts in one transaction, statement by statement. Callers skip ids already stored: a batch
- * retried after a failure whose outcome was unclear (a commit whose answer was lost) must not fail
- * forever on its own rows.
- */
-async function insertInChunks<R>(
-  db: Kysely<Database>,
-  rows: readonly R[],
-  insert: (trx: Kysely<Database>, chunk: R[]) => Promise<unknown>,
-): Promise<void> {
-  if (rows.length === 0) return;
-  await db.transaction().execute(async (trx) => {
-    for (let start = 0; start < rows.length; start += ROWS_PER_STATEMENT) {
-      await insert(trx, rows.slice(start, start + ROWS_PER_STATEMENT));
-    }
-  });
-}
+/** Rows whose columns the batch INSERTs are compiled from; the values never reach the database. */
+const SAMPLE_REQUEST_LOG: RequestLogEntry = {
+  id: 'req_sample',
+  timestamp: '1970-01-01T00:00:00.000Z',
+  accountId: null,
+  tokenId: null,
+  provider: null,
+  origin: null,
+  ip: '0.0.0.0',
+  country: null,
+  pop: 'sample',
+  path: '/',
+  status: 0,
+  authorized: false,
+  latencyMs: 0,
+};
+const SAMPLE_ANOMALY: AnomalyEntry = {
+  id: 'req_sample',
+  accountId: 'acc_sample',
+  tokenId: 'tok_sample',
+  timestamp: '1970-01-01T00:00:00.000Z',
+  origin: null,
+  ip: '0.0.0.0',
+  country: null,
+  path: '/',
+  reason: 'sample',
+  kind: 'sample',
+  details: null,
+};
 
 /** Newest first by (timestamp, id), one row more than asked (its presence is `hasMore`). */
 function newestFirst<T extends LogTable, O>(
@@ -54,16 +61,26 @@ function newestFirst<T extends LogTable, O>(
 }
 
 export class KyselyRequestLogRepo implements RequestLogRepo {
-  constructor(private readonly ctx: RepoContext) {}
+  readonly #insert: BatchInsert<Insertable<RequestLogsTable>>;
 
-  insertMany(entries: readonly RequestLogEntry[]): Promise<void> {
-    return insertInChunks(this.ctx.db, entries.map(requestLogRow), (trx, chunk) =>
-      trx
-        .insertInto('request_logs')
-        .values(chunk)
-        .onConflict((oc) => oc.column('id').doNothing())
-        .execute(),
+  constructor(private readonly ctx: RepoContext) {
+    this.#insert = new BatchInsert(
+      (rows) =>
+        ctx.db
+          .insertInto('request_logs')
+          .values(rows)
+          .onConflict((oc) => oc.column('id').doNothing())
+          .compile(),
+      requestLogRow(SAMPLE_REQUEST_LOG),
     );
+  }
+
+  /**
+   * One transaction. Ids already stored are skipped: a batch retried after a failure whose outcome
+   * was unclear (a commit whose answer was lost) must not fail forever on its own rows.
+   */
+  insertMany(entries: readonly RequestLogEntry[]): Promise<void> {
+    return this.#insert.run(this.ctx.db, entries.map(requestLogRow));
   }
 
   async list(accountId: string, filter: RequestLogFilter, page: PageQuery): Promise<Page<RequestLogEntry>> {
@@ -75,16 +92,23 @@ export class KyselyRequestLogRepo implements RequestLogRepo {
 }
 
 export class KyselyAnomalyRepo implements AnomalyRepo {
-  constructor(private readonly ctx: RepoContext) {}
+  readonly #insert: BatchInsert<Insertable<AnomaliesTable>>;
 
-  insertMany(entries: readonly AnomalyEntry[]): Promise<void> {
-    return insertInChunks(this.ctx.db, entries.map(anomalyRow), (trx, chunk) =>
-      trx
-        .insertInto('anomalies')
-        .values(chunk)
-        .onConflict((oc) => oc.column('id').doNothing())
-        .execute(),
+  constructor(private readonly ctx: RepoContext) {
+    this.#insert = new BatchInsert(
+      (rows) =>
+        ctx.db
+          .insertInto('anomalies')
+          .values(rows)
+          .onConflict((oc) => oc.column('id').doNothing())
+          .compile(),
+      anomalyRow(SAMPLE_ANOMALY),
     );
+  }
+
+  /** As for request logs: one transaction, ids already stored skipped. */
+  insertMany(entries: readonly AnomalyEntry[]): Promise<void> {
+    return this.#insert.run(this.ctx.db, entries.map(anomalyRow));
   }
 
   async list(
