@@ -1,4 +1,4 @@
-import { createTransport, type Transporter } from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import type { EventRecord, TokenRecord } from '../store/records.js';
 import type { AttemptResult } from './webhook-sender.js';
 
@@ -10,16 +10,21 @@ export interface Mailer {
 }
 
 export function createMailer(smtpUrl: string, from: string, timeoutMs: number): Mailer {
-  const transport: Transporter = createTransport({
-    url: smtpUrl,
-    connectionTimeout: timeoutMs,
-    greetingTimeout: timeoutMs,
-    socketTimeout: timeoutMs,
-  });
+  // nodemailer (~2 MB of heap) is loaded with the first alert to send, not by every start.
+  let transport: Promise<Transporter> | undefined;
+  const open = (): Promise<Transporter> =>
+    (transport ??= import('nodemailer').then(({ createTransport }) =>
+      createTransport({
+        url: smtpUrl,
+        connectionTimeout: timeoutMs,
+        greetingTimeout: timeoutMs,
+        socketTimeout: timeoutMs,
+      }),
+    ));
   return {
     async send(message) {
       try {
-        await transport.sendMail({ from, ...message });
+        await (await open()).sendMail({ from, ...message });
         return { ok: true };
       } catch (error) {
         // SMTP errors carry the server's reply, never the URL (and so never its password).
@@ -31,7 +36,11 @@ export function createMailer(smtpUrl: string, from: string, timeoutMs: number): 
         };
       }
     },
-    close: () => transport.close(),
+    close: () => {
+      void transport?.then((opened) => {
+        opened.close();
+      });
+    },
   };
 }
 

@@ -1,6 +1,4 @@
 import type { DialectDatabase } from './dialect.js';
-import * as postgres from './dialects/postgres.js';
-import * as sqlite from './dialects/sqlite.js';
 import { KyselyStore } from './kysely-store.js';
 import type { Store } from './store.js';
 
@@ -23,11 +21,15 @@ export interface MigratableStore extends Store {
   migrateToLatest(): Promise<string[]>;
 }
 
-function openDatabase(options: OpenStoreOptions): DialectDatabase {
+/** Each dialect is loaded only when used: a process never needs both drivers in its heap. */
+async function openDatabase(options: OpenStoreOptions): Promise<DialectDatabase> {
   const { database } = options;
-  if (database === undefined || database.trim() === '')
+  if (database === undefined || database.trim() === '') {
+    const sqlite = await import('./dialects/sqlite.js');
     return sqlite.createDatabase({ dataDir: options.dataDir, logWriter: options.logWriter });
+  }
   if (/^postgres(ql)?:\/\//i.test(database)) {
+    const postgres = await import('./dialects/postgres.js');
     return postgres.createDatabase({ url: database, connectionTimeoutMs: options.connectionTimeoutMs });
   }
   // Echo only the scheme: the rest of a mistyped URL may well contain a password.
@@ -41,10 +43,7 @@ function openDatabase(options: OpenStoreOptions): DialectDatabase {
 /** Opens the store without touching the schema; nothing connects until the first query. */
 export function openStoreWithoutMigrating(options: OpenStoreOptions): Promise<MigratableStore> {
   // A bad setting rejects rather than throwing synchronously.
-  return Promise.resolve().then(() => {
-    const { db, dialect } = openDatabase(options);
-    return new KyselyStore(db, dialect);
-  });
+  return openDatabase(options).then(({ db, dialect }) => new KyselyStore(db, dialect));
 }
 
 /** Opens the store and migrates it to the latest schema, so callers always see the current tables. */

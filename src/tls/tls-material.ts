@@ -2,7 +2,6 @@ import { createPrivateKey, randomBytes, X509Certificate, type KeyObject } from '
 import { mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { certificateFingerprint } from './fingerprint.js';
-import { generateSelfSigned } from './self-signed.js';
 
 /**
  * Certificate and key for both listeners (DESIGN §2): the operator's files from `tls_cert` and
@@ -158,6 +157,8 @@ async function loadOrGenerate(dataDir: string): Promise<TlsMaterial> {
   if (found !== undefined) return { ...found, generated: false };
 
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  // Loaded only on the start that makes the pair: the X.509 library holds ~2.5 MB of heap for good.
+  const { generateSelfSigned } = await import('./self-signed.js');
   const { certPem, keyPem } = await generateSelfSigned();
   const staging = await mkdtemp(join(dataDir, `.tls-${randomBytes(4).toString('hex')}-`)); // mode 0700
   try {
