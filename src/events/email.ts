@@ -13,13 +13,19 @@ export function createMailer(smtpUrl: string, from: string, timeoutMs: number): 
   // nodemailer (~2 MB of heap) is loaded with the first alert to send, not by every start.
   let transport: Promise<Transporter> | undefined;
   const open = (): Promise<Transporter> =>
-    (transport ??= import('nodemailer').then(({ createTransport }) =>
-      createTransport({
-        url: smtpUrl,
-        connectionTimeout: timeoutMs,
-        greetingTimeout: timeoutMs,
-        socketTimeout: timeoutMs,
-      }),
+    (transport ??= import('nodemailer').then(
+      ({ createTransport }) =>
+        createTransport({
+          url: smtpUrl,
+          connectionTimeout: timeoutMs,
+          greetingTimeout: timeoutMs,
+          socketTimeout: timeoutMs,
+        }),
+      (error: unknown) => {
+        // Not kept: the next alert tries again.
+        transport = undefined;
+        throw error;
+      },
     ));
   return {
     async send(message) {
@@ -37,9 +43,12 @@ export function createMailer(smtpUrl: string, from: string, timeoutMs: number): 
       }
     },
     close: () => {
-      void transport?.then((opened) => {
-        opened.close();
-      });
+      void transport?.then(
+        (opened) => {
+          opened.close();
+        },
+        () => undefined,
+      );
     },
   };
 }

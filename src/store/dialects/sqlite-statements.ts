@@ -11,7 +11,8 @@ export const STATEMENT_CACHE_SIZE = 200;
  *
  * A statement still being iterated (a streamed query) is `busy`; asking for its text again then
  * gets a fresh statement, so one text can be in use twice. Statements survive schema changes:
- * SQLite re-plans them itself when a migration alters a table.
+ * SQLite re-plans them itself when a migration alters a table. An evicted statement is finalized
+ * when the garbage collector takes it (better-sqlite3 has no explicit finalize).
  */
 export function withStatementCache(
   db: SqliteDatabase.Database,
