@@ -20,7 +20,7 @@ import { BenchFailure, h2load } from './h2load.js';
 import { Children, type Child } from './procs.js';
 import { printProfileTop, topSelfFrames, type CpuProfile, type Frame } from './profile.js';
 import { holdStreams, timeStream, type Target } from './sse.js';
-import { difference, median, round, summarize, type Percentiles } from './stats.js';
+import { difference, median, pairedRatios, round, summarize, type Percentiles } from './stats.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const PHASES = ['latency', 'throughput', 'streaming', 'memory', 'origins', 'store', 'tokens'] as const;
@@ -553,6 +553,13 @@ function ppp(p: { p50: number; p90: number; p99: number }): string {
   return `${fmt(p.p50)} / ${fmt(p.p90)} / ${fmt(p.p99)}`;
 }
 
+/** "(rounds 0.26–0.36)": the spread of the per-round ratios, so a reader sees how far one run moves. */
+function ratioRange(a: readonly number[], b: readonly number[]): string {
+  const ratios = pairedRatios(a, b);
+  if (ratios.length < 2) return '';
+  return `(rounds ${fmt(Math.min(...ratios))}–${fmt(Math.max(...ratios))})`;
+}
+
 function roundP(p: Percentiles | { p50: number; p90: number; p99: number }): Record<string, number> {
   const out: Record<string, number> = {};
   for (const [k, v] of Object.entries(p)) out[k] = round(v as number, 4);
@@ -710,6 +717,8 @@ async function main(): Promise<number> {
           forwarder_rps: round(w.rps, 1),
           proxy_over_direct: round(p.rps / d.rps, 3),
           forwarder_over_direct: round(w.rps / d.rps, 3),
+          proxy_over_direct_by_round: pairedRatios(p.rpsRounds, d.rpsRounds),
+          forwarder_over_direct_by_round: pairedRatios(w.rpsRounds, d.rpsRounds),
           refused_over_proxy: round(f.rps / p.rps, 3),
           cpu_us_per_request: {
             stand_in_direct: round(d.cpuUs, 0),
@@ -729,14 +738,14 @@ async function main(): Promise<number> {
           `throughput, closed loop, ${connections} connections`,
           d.rps,
           p.rps,
-          `ratio ${fmt(p.rps / d.rps)}`,
+          `ratio ${fmt(p.rps / d.rps)} ${ratioRange(p.rpsRounds, d.rpsRounds)}`,
           'req/s',
         );
         b.row(
           `  reference forwarder, ${connections} conns`,
           '',
           `${fmt(w.rps)} (${fmt(w.cpuUs)} µs CPU/req)`,
-          `ratio ${fmt(w.rps / d.rps)}`,
+          `ratio ${fmt(w.rps / d.rps)} ${ratioRange(w.rpsRounds, d.rpsRounds)}`,
           'req/s',
         );
         b.row(

@@ -44,3 +44,14 @@ export function round(value: number, digits = 3): number {
   const f = 10 ** digits;
   return Math.round(value * f) / f;
 }
+
+/**
+ * a[i] / b[i] for each round i, rounded. Interleaving runs both scenarios of a round back to back,
+ * so a per-round ratio is less exposed to slow machine drift than the ratio of the two medians.
+ */
+export function pairedRatios(a: readonly number[], b: readonly number[]): number[] {
+  const n = Math.min(a.length, b.length);
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) out.push(round((a[i] as number) / (b[i] as number), 3));
+  return out;
+}
