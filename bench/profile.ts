@@ -1,12 +1,15 @@
 /**
- * Top self-time frames of a V8 `.cpuprofile` (from `node --cpu-prof`). Used by `npm run bench --
- * --profile`, and on its own: `node dist-bench/bench/profile.js <file.cpuprofile> [count]`.
+ * Reads a V8 `.cpuprofile` (from `node --cpu-prof`): top self-time frames, self time by component
+ * (a dependency, a tokenproxy folder, Node's internals, V8), and folded stacks for flame graphs.
+ * Used by `npm run bench -- --profile`, and on its own:
+ * `node dist-bench/bench/profile.js <file.cpuprofile> [count] [--folded <out>]`.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 interface CpuProfileNode {
   readonly id: number;
+  readonly children?: readonly number[];
   readonly callFrame: {
     readonly functionName: string;
     readonly url: string;
@@ -54,14 +57,91 @@ export function topSelfFrames(profile: CpuProfile, count: number): Frame[] {
     }));
 }
 
+/** What a frame's time is charged to: a package, a tokenproxy folder, Node's own JS, or V8/native. */
+export function componentOf(frame: { readonly functionName: string; readonly url: string }): string {
+  const { url } = frame;
+  const pkg = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
+  if (pkg !== null) return pkg[1] ?? url;
+  const own = /\/(?:dist|src)\/([^/]+)\//.exec(url);
+  if (own !== null) return `tokenproxy ${own[1] ?? ''}`;
+  if (url.startsWith('node:')) return 'node (JS internals)';
+  if (url === '') return frame.functionName.startsWith('(') ? frame.functionName : 'native (C++, syscalls)';
+  return url;
+}
+
+export function selfByComponent(profile: CpuProfile): Frame[] {
+  const byId = new Map<number, CpuProfileNode>();
+  for (const n of profile.nodes) byId.set(n.id, n);
+  const self = new Map<string, number>();
+  let busy = 0;
+  profile.samples.forEach((id, i) => {
+    const node = byId.get(id);
+    if (node === undefined || node.callFrame.functionName === '(idle)') return;
+    const dt = (profile.timeDeltas[i + 1] ?? profile.timeDeltas[i] ?? 0) / 1000;
+    const key = componentOf(node.callFrame);
+    self.set(key, (self.get(key) ?? 0) + dt);
+    busy += dt;
+  });
+  return [...self]
+    .sort((a, b) => b[1] - a[1])
+    .map(([frame, ms]) => ({
+      frame,
+      self_ms: Math.round(ms),
+      busy_pct: Math.round((1000 * ms) / Math.max(busy, 1e-9)) / 10,
+    }));
+}
+
+/**
+ * The profile as folded stacks (`root;caller;callee <µs>` per line), the input of flame-graph tools
+ * such as flamegraph.pl, inferno or speedscope. Idle time is left out.
+ */
+export function foldedStacks(profile: CpuProfile): string {
+  const parent = new Map<number, number>();
+  const byId = new Map<number, CpuProfileNode>();
+  for (const n of profile.nodes) {
+    byId.set(n.id, n);
+    for (const c of n.children ?? []) parent.set(c, n.id);
+  }
+  const stackOf = new Map<number, string>();
+  const stack = (id: number): string => {
+    const known = stackOf.get(id);
+    if (known !== undefined) return known;
+    const node = byId.get(id);
+    const cf = node?.callFrame;
+    const name =
+      cf === undefined
+        ? '?'
+        : `${cf.functionName === '' ? '(anonymous)' : cf.functionName}${cf.url === '' ? '' : ` ${shortUrl(cf.url)}:${cf.lineNumber + 1}`}`.replace(
+            /;/g,
+            ',',
+          );
+    const up = parent.get(id);
+    const text =
+      up === undefined || byId.get(up)?.callFrame.functionName === '(root)' ? name : `${stack(up)};${name}`;
+    stackOf.set(id, text);
+    return text;
+  };
+  const totals = new Map<string, number>();
+  profile.samples.forEach((id, i) => {
+    if (byId.get(id)?.callFrame.functionName === '(idle)') return;
+    const dt = profile.timeDeltas[i + 1] ?? profile.timeDeltas[i] ?? 0;
+    const key = stack(id);
+    totals.set(key, (totals.get(key) ?? 0) + dt);
+  });
+  return [...totals].map(([k, us]) => `${k} ${Math.max(1, Math.round(us))}`).join('\n') + '\n';
+}
+
 function shortUrl(url: string): string {
   const m = /\/(dist|src|node_modules)\/(.*)$/.exec(url);
   if (m !== null) return `${m[1] ?? ''}/${m[2] ?? ''}`;
   return url.replace(/^file:\/\//, '').replace(/^node:/, 'node:');
 }
 
-export function printProfileTop(frames: readonly Frame[]): void {
-  process.stdout.write('\nproxy CPU profile, top self-time frames (share of busy time):\n');
+export function printProfileTop(
+  frames: readonly Frame[],
+  title = 'proxy CPU profile, top self-time frames',
+): void {
+  process.stdout.write(`\n${title} (share of busy time):\n`);
   for (const f of frames) {
     process.stdout.write(
       `  ${f.busy_pct.toFixed(1).padStart(5)}%  ${String(f.self_ms).padStart(7)} ms  ${f.frame}\n`,
@@ -70,10 +150,19 @@ export function printProfileTop(frames: readonly Frame[]): void {
 }
 
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
-  const [file, count] = process.argv.slice(2);
-  if (file === undefined) {
-    process.stderr.write('usage: profile.js <file.cpuprofile> [count]\n');
+  const args = process.argv.slice(2);
+  const foldedAt = args.indexOf('--folded');
+  const foldedOut = foldedAt === -1 ? undefined : args[foldedAt + 1];
+  const [file, count] = foldedAt === -1 ? args : args.slice(0, foldedAt).concat(args.slice(foldedAt + 2));
+  if (file === undefined || (foldedAt !== -1 && foldedOut === undefined)) {
+    process.stderr.write('usage: profile.js <file.cpuprofile> [count] [--folded <out.folded>]\n');
     process.exit(2);
   }
-  printProfileTop(topSelfFrames(JSON.parse(readFileSync(file, 'utf8')) as CpuProfile, Number(count ?? 30)));
+  const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
+  printProfileTop(topSelfFrames(profile, Number(count ?? 30)), 'top self-time frames');
+  printProfileTop(selfByComponent(profile).slice(0, 20), 'self time by component');
+  if (foldedOut !== undefined) {
+    writeFileSync(foldedOut, foldedStacks(profile));
+    process.stdout.write(`\nfolded stacks (for a flame graph): ${foldedOut}\n`);
+  }
 }

@@ -18,7 +18,14 @@ import { openStore } from '../src/store/open.js';
 import type { Store } from '../src/store/store.js';
 import { BenchFailure, h2load } from './h2load.js';
 import { Children, type Child } from './procs.js';
-import { printProfileTop, topSelfFrames, type CpuProfile, type Frame } from './profile.js';
+import {
+  foldedStacks,
+  printProfileTop,
+  selfByComponent,
+  topSelfFrames,
+  type CpuProfile,
+  type Frame,
+} from './profile.js';
 import { holdStreams, timeStream, type Target } from './sse.js';
 import { difference, median, pairedRatios, round, summarize, type Percentiles } from './stats.js';
 
@@ -1017,15 +1024,26 @@ async function main(): Promise<number> {
     // Stop the proxy now, so that a --cpu-prof profile is written before it is read.
     await b.children.stop(tp.child, 15_000);
     let profile: Frame[] | undefined;
+    let components: Frame[] | undefined;
     if (b.profileDir !== undefined) {
-      const file = readdirSync(b.profileDir).find((f) => f.endsWith('.cpuprofile'));
-      if (file !== undefined) {
-        profile = topSelfFrames(
-          JSON.parse(await readFile(join(b.profileDir, file), 'utf8')) as CpuProfile,
-          30,
-        );
-        b.results.profile = { file: join(b.profileDir, file), top_self: profile };
+      // One profile per thread: CPU.<date>.<time>.<pid>.<thread id>.<n>.cpuprofile; thread 0 is the
+      // proxy's own, the other is the log worker's. Each gets folded stacks for a flame graph.
+      const files = readdirSync(b.profileDir).filter((f) => f.endsWith('.cpuprofile'));
+      const main = files.find((f) => /\.0\.\d+\.cpuprofile$/.test(f)) ?? files[0];
+      const profiles: Record<string, unknown> = {};
+      for (const file of files) {
+        const path = join(b.profileDir, file);
+        const parsed = JSON.parse(await readFile(path, 'utf8')) as CpuProfile;
+        await writeFile(`${path}.folded`, foldedStacks(parsed));
+        const byComponent = selfByComponent(parsed).slice(0, 20);
+        profiles[file] = { folded: `${path}.folded`, by_component: byComponent };
+        if (file === main) {
+          profile = topSelfFrames(parsed, 30);
+          components = byComponent;
+          profiles[file] = { ...(profiles[file] as object), top_self: profile };
+        }
       }
+      b.results.profile = { dir: b.profileDir, main_thread: main, profiles };
     }
 
     process.stdout.write(
@@ -1038,6 +1056,7 @@ async function main(): Promise<number> {
     printTable(b.table);
     for (const note of b.notes) process.stdout.write(`note: ${note}\n`);
     if (profile !== undefined) printProfileTop(profile);
+    if (components !== undefined) printProfileTop(components, 'proxy CPU profile, self time by component');
 
     const resultsDir = join(ROOT, 'bench/results');
     await mkdir(resultsDir, { recursive: true });
