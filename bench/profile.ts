@@ -30,31 +30,44 @@ export interface Frame {
   readonly busy_pct: number;
 }
 
-export function topSelfFrames(profile: CpuProfile, count: number): Frame[] {
+type CallFrame = CpuProfileNode['callFrame'];
+
+/** `name file:line`, as the frame lists and the folded stacks print a frame. */
+function frameName(cf: CallFrame): string {
+  const name = cf.functionName === '' ? '(anonymous)' : cf.functionName;
+  return cf.url === '' ? name : `${name} ${shortUrl(cf.url)}:${cf.lineNumber + 1}`;
+}
+
+function nodesById(profile: CpuProfile): Map<number, CpuProfileNode> {
   const byId = new Map<number, CpuProfileNode>();
   for (const n of profile.nodes) byId.set(n.id, n);
+  return byId;
+}
+
+/** Busy (non-idle) self time summed per `keyOf(frame)`, largest first. */
+function selfTimeBy(profile: CpuProfile, keyOf: (cf: CallFrame) => string): Frame[] {
+  const byId = nodesById(profile);
   const self = new Map<string, number>();
   let busy = 0;
   profile.samples.forEach((id, i) => {
     const node = byId.get(id);
-    if (node === undefined) return;
+    if (node === undefined || node.callFrame.functionName === '(idle)') return;
     const dt = (profile.timeDeltas[i + 1] ?? profile.timeDeltas[i] ?? 0) / 1000;
-    const cf = node.callFrame;
-    const name = cf.functionName === '' ? '(anonymous)' : cf.functionName;
-    const where = cf.url === '' ? '' : ` ${shortUrl(cf.url)}:${cf.lineNumber + 1}`;
-    const key = `${name}${where}`;
+    const key = keyOf(node.callFrame);
     self.set(key, (self.get(key) ?? 0) + dt);
-    if (cf.functionName !== '(idle)') busy += dt;
+    busy += dt;
   });
   return [...self]
-    .filter(([k]) => k !== '(idle)')
-    .sort((a, b) => b[1] - a[1])
-    .slice(0, count)
+    .sort((x, y) => y[1] - x[1])
     .map(([frame, ms]) => ({
       frame,
       self_ms: Math.round(ms),
       busy_pct: Math.round((1000 * ms) / Math.max(busy, 1e-9)) / 10,
     }));
+}
+
+export function topSelfFrames(profile: CpuProfile, count: number): Frame[] {
+  return selfTimeBy(profile, frameName).slice(0, count);
 }
 
 /** What a frame's time is charged to: a package, a tokenproxy folder, Node's own JS, or V8/native. */
@@ -70,25 +83,7 @@ export function componentOf(frame: { readonly functionName: string; readonly url
 }
 
 export function selfByComponent(profile: CpuProfile): Frame[] {
-  const byId = new Map<number, CpuProfileNode>();
-  for (const n of profile.nodes) byId.set(n.id, n);
-  const self = new Map<string, number>();
-  let busy = 0;
-  profile.samples.forEach((id, i) => {
-    const node = byId.get(id);
-    if (node === undefined || node.callFrame.functionName === '(idle)') return;
-    const dt = (profile.timeDeltas[i + 1] ?? profile.timeDeltas[i] ?? 0) / 1000;
-    const key = componentOf(node.callFrame);
-    self.set(key, (self.get(key) ?? 0) + dt);
-    busy += dt;
-  });
-  return [...self]
-    .sort((a, b) => b[1] - a[1])
-    .map(([frame, ms]) => ({
-      frame,
-      self_ms: Math.round(ms),
-      busy_pct: Math.round((1000 * ms) / Math.max(busy, 1e-9)) / 10,
-    }));
+  return selfTimeBy(profile, componentOf);
 }
 
 /**
@@ -96,25 +91,16 @@ export function selfByComponent(profile: CpuProfile): Frame[] {
  * such as flamegraph.pl, inferno or speedscope. Idle time is left out.
  */
 export function foldedStacks(profile: CpuProfile): string {
+  const byId = nodesById(profile);
   const parent = new Map<number, number>();
-  const byId = new Map<number, CpuProfileNode>();
-  for (const n of profile.nodes) {
-    byId.set(n.id, n);
-    for (const c of n.children ?? []) parent.set(c, n.id);
-  }
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   const stackOf = new Map<number, string>();
   const stack = (id: number): string => {
     const known = stackOf.get(id);
     if (known !== undefined) return known;
-    const node = byId.get(id);
-    const cf = node?.callFrame;
-    const name =
-      cf === undefined
-        ? '?'
-        : `${cf.functionName === '' ? '(anonymous)' : cf.functionName}${cf.url === '' ? '' : ` ${shortUrl(cf.url)}:${cf.lineNumber + 1}`}`.replace(
-            /;/g,
-            ',',
-          );
+    const cf = byId.get(id)?.callFrame;
+    // `;` separates frames in the folded format.
+    const name = cf === undefined ? '?' : frameName(cf).replace(/;/g, ',');
     const up = parent.get(id);
     const text =
       up === undefined || byId.get(up)?.callFrame.functionName === '(root)' ? name : `${stack(up)};${name}`;
