@@ -88,7 +88,13 @@ export async function h2load(children: Children, run: H2loadRun): Promise<H2load
     rows.push(row);
     if (row.start < first) first = row.start;
   }
-  const from = first + run.warmS * 1e6;
+  // The leading warmS seconds (connection setup) are left out, but never more than the first half of
+  // the run: a closed-loop run is sized from its warm-up's rate, and when that estimate was far too
+  // low (a few hundred warm-up requests in quick mode, cold JIT) the whole run can end inside the
+  // warm window, leaving nothing to measure.
+  let lastStart = first;
+  for (const row of rows) if (row.start > lastStart) lastStart = row.start;
+  const from = first + Math.min(run.warmS * 1e6, (lastStart - first) / 2);
   // The closing 5 % of a closed-loop run has clients that are already done: left out of the rate.
   const ends = rows.map((r) => r.start + r.us).sort((a, b) => a - b);
   const last =
