@@ -188,6 +188,8 @@ class Bench {
   providerPid = 0;
   forwarderPort = 0;
   forwarderPid = 0;
+  relayPort = 0;
+  relayPid = 0;
   profileDir: string | undefined;
 
   constructor(settings: Settings, tmp: string) {
@@ -306,6 +308,28 @@ class Bench {
     ]);
     this.forwarderPid = pid;
     this.forwarderPort = port;
+  }
+
+  /** The raw TLS relay (bench/relay.ts), pinned to CPU 0: the floor under any Node TLS proxy. */
+  async startRelay(cert: string, key: string): Promise<void> {
+    const { pid, port } = await this.startPinned('raw TLS relay', 0, 'relay.js', [
+      cert,
+      key,
+      this.providerCa,
+      String(this.providerPort),
+    ]);
+    this.relayPid = pid;
+    this.relayPort = port;
+  }
+
+  relay(): Scenario {
+    return {
+      name: 'relay',
+      cpuPid: this.relayPid,
+      url: `https://127.0.0.1:${this.relayPort}/openai/v1/chat/completions`,
+      headers: ['authorization: Bearer unused', 'origin: http://localhost', 'content-type: application/json'],
+      expectStatus: [200],
+    };
   }
 
   forwarder(): Scenario {
@@ -634,6 +658,8 @@ async function main(): Promise<number> {
     b.providerPort = await b.startProvider(tls.cert, tls.key);
     await b.startForwarder(tls.cert, tls.key);
     const forwarder = b.forwarder();
+    await b.startRelay(tls.cert, tls.key);
+    const relay = b.relay();
     if (s.profile) {
       b.profileDir = join(ROOT, 'bench/results', `profile-${stamp}`);
       await mkdir(b.profileDir, { recursive: true });
@@ -708,37 +734,53 @@ async function main(): Promise<number> {
       // the path a real flood takes, so both statuses count as refusals here.
       const refused = b.proxied('refused', tp, token, 'http://evil.example', [403, 429]);
       for (const connections of s.concurrencies) {
-        const r = await b.interleaved(`throughput c=${connections}`, [direct, proxy, refused, forwarder], {
-          connections,
-        });
+        const r = await b.interleaved(
+          `throughput c=${connections}`,
+          [direct, proxy, refused, forwarder, relay],
+          {
+            connections,
+          },
+        );
         const d = r.get('direct');
         const p = r.get('proxy');
         const f = r.get('refused');
         const w = r.get('forwarder');
-        if (d === undefined || p === undefined || f === undefined || w === undefined)
+        const x = r.get('relay');
+        if (d === undefined || p === undefined || f === undefined || w === undefined || x === undefined)
           throw new Error('missing result');
         out[`${connections}`] = {
           direct_rps: round(d.rps, 1),
           proxy_rps: round(p.rps, 1),
           refused_403_rps: round(f.rps, 1),
           forwarder_rps: round(w.rps, 1),
+          relay_rps: round(x.rps, 1),
           proxy_over_direct: round(p.rps / d.rps, 3),
           forwarder_over_direct: round(w.rps / d.rps, 3),
           proxy_over_direct_by_round: pairedRatios(p.rpsRounds, d.rpsRounds),
           forwarder_over_direct_by_round: pairedRatios(w.rpsRounds, d.rpsRounds),
+          relay_over_direct: round(x.rps / d.rps, 3),
+          relay_over_direct_by_round: pairedRatios(x.rpsRounds, d.rpsRounds),
           refused_over_proxy: round(f.rps / p.rps, 3),
           cpu_us_per_request: {
             stand_in_direct: round(d.cpuUs, 0),
             proxy: round(p.cpuUs, 0),
             proxy_refused: round(f.cpuUs, 0),
             forwarder: round(w.cpuUs, 0),
+            relay: round(x.cpuUs, 0),
           },
-          rounds: { direct: d.rpsRounds, proxy: p.rpsRounds, refused: f.rpsRounds, forwarder: w.rpsRounds },
+          rounds: {
+            direct: d.rpsRounds,
+            proxy: p.rpsRounds,
+            refused: f.rpsRounds,
+            forwarder: w.rpsRounds,
+            relay: x.rpsRounds,
+          },
           latency: {
             direct: roundP(d.lat),
             proxy: roundP(p.lat),
             refused: roundP(f.lat),
             forwarder: roundP(w.lat),
+            relay: roundP(x.lat),
           },
         };
         b.row(
@@ -753,6 +795,13 @@ async function main(): Promise<number> {
           '',
           `${fmt(w.rps)} (${fmt(w.cpuUs)} µs CPU/req)`,
           `ratio ${fmt(w.rps / d.rps)} ${ratioRange(w.rpsRounds, d.rpsRounds)}`,
+          'req/s',
+        );
+        b.row(
+          `  raw TLS relay (floor, no HTTP), ${connections} conns`,
+          '',
+          `${fmt(x.rps)} (${fmt(x.cpuUs)} µs CPU/req)`,
+          `ratio ${fmt(x.rps / d.rps)} ${ratioRange(x.rpsRounds, d.rpsRounds)}`,
           'req/s',
         );
         b.row(
@@ -845,29 +894,32 @@ async function main(): Promise<number> {
         ca: tp.ca,
         headers: { authorization: `Bearer ${token}`, origin: 'http://localhost' },
       };
+      // Opens the streams, samples the process's RSS for 2 s, closes them: the peak.
+      const peakWith = async (through: Target, pid: number): Promise<number> => {
+        const held = await holdStreams(through, s.heldStreams, 50, 300);
+        let peak = 0;
+        for (let i = 0; i < 5; i++) {
+          await sleep(400);
+          peak = Math.max(peak, rssMb(pid));
+        }
+        held.close();
+        return peak;
+      };
       log(`memory: opening ${s.heldStreams} streams through the proxy`);
-      const held = await holdStreams(target, s.heldStreams, 50, 300);
-      let peak = 0;
-      for (let i = 0; i < 5; i++) {
-        await sleep(400);
-        peak = Math.max(peak, rssMb(tp.child.pid));
-      }
-      held.close();
-      // The same streams through the reference forwarder: what two TLS sockets and an undici request
-      // per stream cost in Node itself.
+      const peak = await peakWith(target, tp.child.pid);
+      // The same streams through the reference forwarder (what two TLS sockets and an undici request
+      // per stream cost in Node itself) and through the raw TLS relay (two TLS sockets and nothing else).
+      const benchCa = await readFile(tls.ca, 'utf8');
       const forwarderIdle = rssMb(b.forwarderPid);
-      const heldF = await holdStreams(
-        { ...target, origin: `https://127.0.0.1:${b.forwarderPort}`, ca: await readFile(tls.ca, 'utf8') },
-        s.heldStreams,
-        50,
-        300,
+      const forwarderPeak = await peakWith(
+        { ...target, origin: `https://127.0.0.1:${b.forwarderPort}`, ca: benchCa },
+        b.forwarderPid,
       );
-      let forwarderPeak = 0;
-      for (let i = 0; i < 5; i++) {
-        await sleep(400);
-        forwarderPeak = Math.max(forwarderPeak, rssMb(b.forwarderPid));
-      }
-      heldF.close();
+      const relayIdle = rssMb(b.relayPid);
+      const relayPeak = await peakWith(
+        { ...target, origin: `https://127.0.0.1:${b.relayPort}`, ca: benchCa },
+        b.relayPid,
+      );
       await sleep(1500);
       const after = rssMb(tp.child.pid);
       b.results.memory = {
@@ -879,6 +931,10 @@ async function main(): Promise<number> {
         forwarder: {
           rss_mb_idle: round(forwarderIdle, 1),
           rss_mb_with_open_streams: round(forwarderPeak, 1),
+        },
+        relay: {
+          rss_mb_idle: round(relayIdle, 1),
+          rss_mb_with_open_streams: round(relayPeak, 1),
         },
       };
       b.row(
@@ -893,6 +949,13 @@ async function main(): Promise<number> {
         `  reference forwarder RSS idle / with ${s.heldStreams} streams`,
         '',
         `${fmt(forwarderIdle)} / ${fmt(forwarderPeak)}`,
+        '',
+        'MB',
+      );
+      b.row(
+        `  raw TLS relay (floor) RSS idle / with ${s.heldStreams} streams`,
+        '',
+        `${fmt(relayIdle)} / ${fmt(relayPeak)}`,
         '',
         'MB',
       );
