@@ -165,6 +165,14 @@ interface Tokenproxy {
   readonly accountId: string;
 }
 
+/** A bench server that forwards to the stand-in (forwarder, relay), pinned to CPU 0 like tokenproxy. */
+interface Reference {
+  readonly pid: number;
+  readonly port: number;
+  /** Its throughput and latency scenario: the proxied request, with a token it ignores. */
+  readonly scenario: Scenario;
+}
+
 interface Scenario {
   readonly name: string;
   /** Process whose CPU time is charged to this scenario (the proxy, or the stand-in when direct). */
@@ -186,10 +194,6 @@ class Bench {
   providerCa = '';
   providerPort = 0;
   providerPid = 0;
-  forwarderPort = 0;
-  forwarderPid = 0;
-  relayPort = 0;
-  relayPid = 0;
   profileDir: string | undefined;
 
   constructor(settings: Settings, tmp: string) {
@@ -298,48 +302,31 @@ class Bench {
     return port;
   }
 
-  /** The reference forwarder (bench/forwarder.ts), pinned to CPU 0 like tokenproxy. */
-  async startForwarder(cert: string, key: string): Promise<void> {
-    const { pid, port } = await this.startPinned('reference forwarder', 0, 'forwarder.js', [
+  /**
+   * Starts `script` (forwarder.js, relay.js) on CPU 0 in front of the stand-in. The reference forwarder
+   * is the least a Node credential proxy can do; the raw TLS relay the floor under any Node TLS proxy.
+   */
+  async startReference(
+    name: string,
+    label: string,
+    script: string,
+    cert: string,
+    key: string,
+  ): Promise<Reference> {
+    const { pid, port } = await this.startPinned(label, 0, script, [
       cert,
       key,
       this.providerCa,
       String(this.providerPort),
     ]);
-    this.forwarderPid = pid;
-    this.forwarderPort = port;
-  }
-
-  /** The raw TLS relay (bench/relay.ts), pinned to CPU 0: the floor under any Node TLS proxy. */
-  async startRelay(cert: string, key: string): Promise<void> {
-    const { pid, port } = await this.startPinned('raw TLS relay', 0, 'relay.js', [
-      cert,
-      key,
-      this.providerCa,
-      String(this.providerPort),
-    ]);
-    this.relayPid = pid;
-    this.relayPort = port;
-  }
-
-  relay(): Scenario {
-    return {
-      name: 'relay',
-      cpuPid: this.relayPid,
-      url: `https://127.0.0.1:${this.relayPort}/openai/v1/chat/completions`,
+    const scenario: Scenario = {
+      name,
+      cpuPid: pid,
+      url: `https://127.0.0.1:${port}/openai/v1/chat/completions`,
       headers: ['authorization: Bearer unused', 'origin: http://localhost', 'content-type: application/json'],
       expectStatus: [200],
     };
-  }
-
-  forwarder(): Scenario {
-    return {
-      name: 'forwarder',
-      cpuPid: this.forwarderPid,
-      url: `https://127.0.0.1:${this.forwarderPort}/openai/v1/chat/completions`,
-      headers: ['authorization: Bearer unused', 'origin: http://localhost', 'content-type: application/json'],
-      expectStatus: [200],
-    };
+    return { pid, port, scenario };
   }
 
   async startTokenproxy(name: string, database: string | undefined): Promise<Tokenproxy> {
@@ -656,10 +643,16 @@ async function main(): Promise<number> {
       '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello in one short sentence."}]}',
     );
     b.providerPort = await b.startProvider(tls.cert, tls.key);
-    await b.startForwarder(tls.cert, tls.key);
-    const forwarder = b.forwarder();
-    await b.startRelay(tls.cert, tls.key);
-    const relay = b.relay();
+    const forwarderRef = await b.startReference(
+      'forwarder',
+      'reference forwarder',
+      'forwarder.js',
+      tls.cert,
+      tls.key,
+    );
+    const forwarder = forwarderRef.scenario;
+    const relayRef = await b.startReference('relay', 'raw TLS relay', 'relay.js', tls.cert, tls.key);
+    const relay = relayRef.scenario;
     if (s.profile) {
       b.profileDir = join(ROOT, 'bench/results', `profile-${stamp}`);
       await mkdir(b.profileDir, { recursive: true });
@@ -910,16 +903,13 @@ async function main(): Promise<number> {
       // The same streams through the reference forwarder (what two TLS sockets and an undici request
       // per stream cost in Node itself) and through the raw TLS relay (two TLS sockets and nothing else).
       const benchCa = await readFile(tls.ca, 'utf8');
-      const forwarderIdle = rssMb(b.forwarderPid);
-      const forwarderPeak = await peakWith(
-        { ...target, origin: `https://127.0.0.1:${b.forwarderPort}`, ca: benchCa },
-        b.forwarderPid,
-      );
-      const relayIdle = rssMb(b.relayPid);
-      const relayPeak = await peakWith(
-        { ...target, origin: `https://127.0.0.1:${b.relayPort}`, ca: benchCa },
-        b.relayPid,
-      );
+      const idleAndPeak = async (ref: Reference): Promise<[number, number]> => {
+        const idleMb = rssMb(ref.pid);
+        const through = { ...target, origin: `https://127.0.0.1:${ref.port}`, ca: benchCa };
+        return [idleMb, await peakWith(through, ref.pid)];
+      };
+      const [forwarderIdle, forwarderPeak] = await idleAndPeak(forwarderRef);
+      const [relayIdle, relayPeak] = await idleAndPeak(relayRef);
       await sleep(1500);
       const after = rssMb(tp.child.pid);
       b.results.memory = {
