@@ -3,7 +3,9 @@
  * `node:https` server → one undici Pool to the stand-in, the caller's Authorization swapped for a
  * fixed key, the answer streamed back. No token lookup, checks, logs, metrics or redaction. It runs
  * pinned like tokenproxy, so "proxy − forwarder" is tokenproxy's own cost and "forwarder − direct"
- * is what any Node + undici forwarder costs on this machine.
+ * is what any Node + undici forwarder costs on this machine. It runs with `tokenproxy serve`'s V8
+ * flags (src/server/v8-tuning.ts): without them V8's pretenuring sent its per-request objects to the
+ * old generation under load (16-18 ms scavenges, measured), which made it a poor reference for tails.
  *
  * Usage: node forwarder.js <cert.pem> <key.pem> <upstream CA.pem> <upstream port>; prints
  * `{"port":N}` once listening.
@@ -13,6 +15,9 @@ import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { createSecureContext, rootCertificates } from 'node:tls';
 import { Pool, type Dispatcher } from 'undici';
+import { applyServeV8Flags } from '../src/server/v8-tuning.js';
+
+applyServeV8Flags();
 
 const [certFile, keyFile, caFile, upstreamPort] = process.argv.slice(2);
 if (certFile === undefined || keyFile === undefined || caFile === undefined || upstreamPort === undefined) {

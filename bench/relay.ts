@@ -12,6 +12,10 @@
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { connect, createSecureContext, createServer, rootCertificates } from 'node:tls';
+import { applyServeV8Flags } from '../src/server/v8-tuning.js';
+
+// The same runtime settings as `tokenproxy serve` and the forwarder, so only the code differs.
+applyServeV8Flags();
 
 const [certFile, keyFile, caFile, upstreamPort] = process.argv.slice(2);
 if (certFile === undefined || keyFile === undefined || caFile === undefined || upstreamPort === undefined) {
