@@ -16,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { newSanitizedToken, newTokenId, sanitizedKeyHint, secretDigest } from '../src/ids/formats.js';
 import { openStore } from '../src/store/open.js';
 import type { Store } from '../src/store/store.js';
+import { gcAdd, gcSub, gcSummary, NO_GC, parseGcTotals, type GcTotals } from './gc.js';
 import { BenchFailure, h2load } from './h2load.js';
 import { Children, type Child } from './procs.js';
 import {
@@ -116,35 +117,44 @@ function httpsJson(
   headers: Record<string, string>,
   body?: unknown,
 ): Promise<{ status: number; json: unknown }> {
+  const payload = body === undefined ? undefined : JSON.stringify(body);
+  const sent = payload === undefined ? headers : { ...headers, 'content-type': 'application/json' };
+  return httpsText(url, method, ca, sent, payload).then(({ status, text }) => {
+    let json: unknown = null;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      json = text;
+    }
+    return { status, json };
+  });
+}
+
+function httpsText(
+  url: string,
+  method: string,
+  ca: string,
+  headers: Record<string, string>,
+  payload?: string,
+): Promise<{ status: number; text: string }> {
   return new Promise((resolvePromise, reject) => {
-    const payload = body === undefined ? undefined : JSON.stringify(body);
-    const req = request(
-      url,
-      {
-        method,
-        ca,
-        agent: false,
-        headers: payload === undefined ? headers : { ...headers, 'content-type': 'application/json' },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (s: string) => (text += s));
-        res.on('end', () => {
-          let json: unknown = null;
-          try {
-            json = JSON.parse(text);
-          } catch {
-            json = text;
-          }
-          resolvePromise({ status: res.statusCode ?? 0, json });
-        });
-        res.on('error', reject);
-      },
-    );
+    const req = request(url, { method, ca, agent: false, headers }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (s: string) => (text += s));
+      res.on('end', () => resolvePromise({ status: res.statusCode ?? 0, text }));
+      res.on('error', reject);
+    });
     req.on('error', reject);
     req.end(payload);
   });
+}
+
+/** The proxy's garbage collections so far, from its /metrics (see gc.ts). */
+async function gcTotals(metrics: { readonly url: string; readonly ca: string }): Promise<GcTotals> {
+  const { status, text } = await httpsText(metrics.url, 'GET', metrics.ca, {});
+  if (status !== 200) throw new BenchFailure(`GET ${metrics.url} answered ${status}`);
+  return parseGcTotals(text);
 }
 
 function field(value: unknown, name: string): string {
@@ -180,6 +190,19 @@ interface Scenario {
   readonly url: string;
   readonly headers: readonly string[];
   readonly expectStatus: readonly number[];
+  /** tokenproxy's /metrics, read around each run for its garbage collections. */
+  readonly metrics?: { readonly url: string; readonly ca: string };
+}
+
+/** One scenario's result over the rounds of `interleaved`. */
+interface Interleaved {
+  readonly lat: Percentiles;
+  /** Median over rounds. */
+  readonly rps: number;
+  readonly rpsRounds: number[];
+  readonly cpuUs: number;
+  /** tokenproxy's garbage collections over the measured runs (gc.ts); undefined for other systems. */
+  readonly gc: Record<string, number> | undefined;
 }
 
 class Bench {
@@ -477,13 +500,16 @@ class Bench {
       url: `${tp.proxyUrl}/openai/v1/chat/completions`,
       headers: [`authorization: Bearer ${token}`, `origin: ${origin}`, 'content-type: application/json'],
       expectStatus,
+      metrics: { url: `${tp.apiUrl}/metrics`, ca: tp.ca },
     };
   }
 
   async load(
     sc: Scenario,
     opts: { rate?: number; connections: number; durationS: number; warmS: number; requests?: number },
-  ): Promise<{ latenciesMs: number[]; rps: number; cpuUsPerRequest: number }> {
+  ): Promise<{ latenciesMs: number[]; rps: number; cpuUsPerRequest: number; total: number; gc: GcTotals }> {
+    // Read before the CPU ticks start counting, and after they stop: a scrape is not a request.
+    const gcBefore = sc.metrics === undefined ? NO_GC : await gcTotals(sc.metrics);
     const before = cpuTicks(sc.cpuPid);
     const res = await h2load(this.children, {
       url: sc.url,
@@ -498,7 +524,8 @@ class Bench {
       expectStatus: sc.expectStatus,
     });
     const ticks = cpuTicks(sc.cpuPid) - before;
-    return { ...res, cpuUsPerRequest: (ticks * (1e6 / CLK_TCK)) / res.total };
+    const gc = sc.metrics === undefined ? NO_GC : gcSub(await gcTotals(sc.metrics), gcBefore);
+    return { ...res, cpuUsPerRequest: (ticks * (1e6 / CLK_TCK)) / res.total, gc };
   }
 
   /**
@@ -509,7 +536,7 @@ class Bench {
     label: string,
     scenarios: readonly Scenario[],
     opts: { rate?: number; connections: number },
-  ): Promise<Map<string, { lat: Percentiles; rps: number; rpsRounds: number[]; cpuUs: number }>> {
+  ): Promise<Map<string, Interleaved>> {
     // Warm-up (connections, pools, JIT). In closed loop it also sizes the measured runs: -n is set
     // from the warm-up's rate so that a run lasts about durationS + warmS.
     const perRun = new Map<string, number>();
@@ -525,6 +552,7 @@ class Bench {
     const lat = new Map<string, number[]>();
     const rps = new Map<string, number[]>();
     const cpu = new Map<string, number[]>();
+    const gc = new Map<string, { totals: GcTotals; requests: number }>();
     for (let r = 0; r < this.s.rounds; r++) {
       const order = r % 2 === 0 ? scenarios : [...scenarios].reverse();
       for (const sc of order) {
@@ -537,19 +565,26 @@ class Bench {
         (lat.get(sc.name) ?? lat.set(sc.name, []).get(sc.name) ?? []).push(...res.latenciesMs);
         (rps.get(sc.name) ?? rps.set(sc.name, []).get(sc.name) ?? []).push(res.rps);
         (cpu.get(sc.name) ?? cpu.set(sc.name, []).get(sc.name) ?? []).push(res.cpuUsPerRequest);
+        const seen = gc.get(sc.name) ?? { totals: NO_GC, requests: 0 };
+        gc.set(sc.name, { totals: gcAdd(seen.totals, res.gc), requests: seen.requests + res.total });
         log(
           `${label} round ${r + 1}/${this.s.rounds} ${sc.name}: ${res.rps.toFixed(0)} req/s, ${res.latenciesMs.length} requests, ${res.cpuUsPerRequest.toFixed(0)} µs CPU/request`,
         );
       }
     }
-    const out = new Map<string, { lat: Percentiles; rps: number; rpsRounds: number[]; cpuUs: number }>();
+    const out = new Map<string, Interleaved>();
     for (const sc of scenarios) {
       const rounds = rps.get(sc.name) ?? [];
+      const collected = gc.get(sc.name);
       out.set(sc.name, {
         lat: summarize(lat.get(sc.name) ?? []),
         rps: median(rounds),
         rpsRounds: rounds,
         cpuUs: median(cpu.get(sc.name) ?? []),
+        gc:
+          sc.metrics === undefined || collected === undefined
+            ? undefined
+            : gcSummary(collected.totals, collected.requests),
       });
     }
     return out;
@@ -707,6 +742,7 @@ async function main(): Promise<number> {
             forwarder: round(w.cpuUs, 0),
           },
           forwarder: { latency: roundP(w.lat), added: roundP(difference(d.lat, w.lat)) },
+          proxy_gc: p.gc,
         };
         b.row(`latency @${rate} req/s open loop, p50/p90/p99`, ppp(d.lat), ppp(p.lat), ppp(added), 'ms');
         b.row(`  reference forwarder @${rate} req/s`, '', ppp(w.lat), ppp(difference(d.lat, w.lat)), 'ms');
@@ -717,6 +753,15 @@ async function main(): Promise<number> {
           '',
           'µs',
         );
+        if (p.gc !== undefined) {
+          b.row(
+            `  proxy scavenges per 1,000 requests @${rate} req/s, mean pause`,
+            '',
+            `${fmt(p.gc.scavenges_per_1000_requests ?? 0)}, ${fmt(p.gc.scavenge_mean_ms ?? 0)} ms`,
+            '',
+            '',
+          );
+        }
       }
       b.results.latency = out;
     }
