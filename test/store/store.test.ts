@@ -429,6 +429,7 @@ for (const fixture of databases) {
           '0002_request_log',
           '0003_events',
           '0004_idempotency',
+          '0005_token_expiry_index',
         ]);
         expect(await first.migrateToLatest()).toEqual([]);
         await first.close();

@@ -17,6 +17,21 @@ import { insertEvents } from './events.js';
 import { insertKey, lockKey } from './keys.js';
 import { newestFirstPage, rateLimitText, toToken } from './rows.js';
 
+/**
+ * Active tokens past `expires_at`, oldest first: the expiry sweep's query. It runs every sweep on
+ * every server, so it must stay an index search (tokens_status_expires_idx, migration 0005); a test
+ * checks the plan on both databases.
+ */
+export function dueForExpiry(db: Kysely<Database>, now: string, limit: number) {
+  return db
+    .selectFrom('tokens')
+    .select('id')
+    .where('status', '=', 'active')
+    .where('expires_at', '<=', now)
+    .orderBy('expires_at')
+    .limit(limit);
+}
+
 export class KyselyTokenRepo implements TokenRepo {
   constructor(private readonly ctx: RepoContext) {}
 
@@ -138,17 +153,7 @@ export class KyselyTokenRepo implements TokenRepo {
 
   async expireDue(now: string, limit: number, emit: TokenEventBuilder): Promise<readonly TokenRecord[]> {
     return this.ctx.db.transaction().execute(async (trx) => {
-      const due = await this.ctx.dialect
-        .forUpdateSkipLocked(
-          trx
-            .selectFrom('tokens')
-            .select('id')
-            .where('status', '=', 'active')
-            .where('expires_at', '<=', now)
-            .orderBy('expires_at')
-            .limit(limit),
-        )
-        .execute();
+      const due = await this.ctx.dialect.forUpdateSkipLocked(dueForExpiry(trx, now, limit)).execute();
       if (due.length === 0) return [];
       // Still conditional on `active`: a token revoked meanwhile keeps its revocation.
       const rows = await trx
