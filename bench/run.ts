@@ -1104,8 +1104,20 @@ async function main(): Promise<number> {
         throw new Error('missing result');
       b.results.tokens = {
         rate: 1000,
-        small: { tokens: 10, direct: roundP(ds.lat), added: roundP(difference(ds.lat, ps.lat)) },
-        big: { tokens: s.bigTokenCount, direct: roundP(db.lat), added: roundP(difference(db.lat, pb.lat)) },
+        small: {
+          tokens: 10,
+          direct: roundP(ds.lat),
+          added: roundP(difference(ds.lat, ps.lat)),
+          proxy_cpu_us_per_request: round(ps.cpuUs, 0),
+          proxy_gc: ps.gc,
+        },
+        big: {
+          tokens: s.bigTokenCount,
+          direct: roundP(db.lat),
+          added: roundP(difference(db.lat, pb.lat)),
+          proxy_cpu_us_per_request: round(pb.cpuUs, 0),
+          proxy_gc: pb.gc,
+        },
         insert_seconds: round(insertS, 1),
       };
       b.row(
