@@ -1,10 +1,10 @@
 import SqliteDatabase from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect, type Insertable } from 'kysely';
-import pg from 'pg';
+import type { Insertable } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
 import { withStatementCache } from '../../src/store/dialects/sqlite-statements.js';
 import { BatchInsert, ROWS_PER_STATEMENT } from '../../src/store/kysely/batch-insert.js';
-import type { Database, RequestLogsTable } from '../../src/store/schema.js';
+import type { RequestLogsTable } from '../../src/store/schema.js';
+import { compilingDb } from './helpers.js';
 
 type Row = Insertable<RequestLogsTable>;
 
@@ -26,13 +26,7 @@ function row(i: number): Row {
   };
 }
 
-// Compiling needs no connection: neither dialect connects before the first query runs.
-const dialects = {
-  sqlite: new Kysely<Database>({
-    dialect: new SqliteDialect({ database: () => Promise.reject(new Error('not used')) }),
-  }),
-  postgres: new Kysely<Database>({ dialect: new PostgresDialect({ pool: new pg.Pool({ max: 1 }) }) }),
-};
+const dialects = { sqlite: compilingDb('sqlite'), postgres: compilingDb('postgres') };
 
 afterAll(async () => {
   await Promise.all(Object.values(dialects).map((db) => db.destroy()));

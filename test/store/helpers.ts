@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
+import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import pg from 'pg';
 import { expect } from 'vitest';
 import { randomBase58 } from '../../src/ids/base58.js';
@@ -23,6 +24,7 @@ import type {
   RequestLogEntry,
   TokenRecord,
 } from '../../src/store/records.js';
+import type { Database } from '../../src/store/schema.js';
 import type { NewProviderKey, NewToken, Store, TokenCreation } from '../../src/store/store.js';
 import type { OpenedDatabase } from '../support/databases.js';
 
@@ -218,4 +220,16 @@ export async function allPages<T>(
     after = position(last);
   }
   throw new Error('pagination did not end');
+}
+
+/**
+ * A Kysely that compiles queries as the store does on `dialect`. Compiling needs no connection:
+ * neither dialect connects before the first query runs. Destroy it when done (the pg pool).
+ */
+export function compilingDb(dialect: 'sqlite' | 'postgres'): Kysely<Database> {
+  return dialect === 'sqlite'
+    ? new Kysely<Database>({
+        dialect: new SqliteDialect({ database: () => Promise.reject(new Error('not used')) }),
+      })
+    : new Kysely<Database>({ dialect: new PostgresDialect({ pool: new pg.Pool({ max: 1 }) }) });
 }

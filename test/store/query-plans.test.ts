@@ -1,32 +1,10 @@
-import {
-  DummyDriver,
-  Kysely,
-  PostgresAdapter,
-  PostgresIntrospector,
-  PostgresQueryCompiler,
-  SqliteAdapter,
-  SqliteIntrospector,
-  SqliteQueryCompiler,
-} from 'kysely';
+import type { Kysely } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dueForExpiry } from '../../src/store/kysely/tokens.js';
 import type { Database } from '../../src/store/schema.js';
 import { databases, type OpenedDatabase } from '../support/databases.js';
-import { at, createToken, newAccount, rawQuery } from './helpers.js';
-
-/** Compiles queries as the store would on `dialect`, without a connection. */
-function compilerFor(dialect: 'sqlite' | 'postgres'): Kysely<Database> {
-  const sqlite = dialect === 'sqlite';
-  return new Kysely<Database>({
-    dialect: {
-      createAdapter: () => (sqlite ? new SqliteAdapter() : new PostgresAdapter()),
-      createDriver: () => new DummyDriver(),
-      createIntrospector: (db) => (sqlite ? new SqliteIntrospector(db) : new PostgresIntrospector(db)),
-      createQueryCompiler: () => (sqlite ? new SqliteQueryCompiler() : new PostgresQueryCompiler()),
-    },
-  });
-}
+import { at, compilingDb, createToken, newAccount, rawQuery } from './helpers.js';
 
 /** The database's plan for a compiled query, one line per step. */
 async function plan(
@@ -57,8 +35,10 @@ async function plan(
 for (const fixture of databases) {
   describe.skipIf(!fixture.available)(`query plans on ${fixture.name}`, () => {
     let opened: OpenedDatabase;
+    let compiler: Kysely<Database>;
 
     beforeAll(async () => {
+      compiler = compilingDb(fixture.name);
       opened = await fixture.create();
       const { account } = await newAccount(opened.store);
       for (let i = 0; i < 20; i++) {
@@ -67,11 +47,12 @@ for (const fixture of databases) {
     });
 
     afterAll(async () => {
+      await compiler.destroy();
       await opened.cleanup();
     });
 
     it('the expiry sweep searches an index instead of scanning the tokens table', async () => {
-      const query = dueForExpiry(compilerFor(fixture.name), at(3600), 100).compile();
+      const query = dueForExpiry(compiler, at(3600), 100).compile();
       const steps = await plan(fixture.name, opened, query);
       const text = steps.join('\n');
       expect(text).toContain('tokens_status_expires_idx');
