@@ -4,30 +4,19 @@
  * fixed key, the answer streamed back. No token lookup, checks, logs, metrics or redaction. It runs
  * pinned like tokenproxy, so "proxy − forwarder" is tokenproxy's own cost and "forwarder − direct"
  * is what any Node + undici forwarder costs on this machine. It runs with `tokenproxy serve`'s V8
- * flags (src/server/v8-tuning.ts): without them V8's pretenuring sent its per-request objects to the
- * old generation under load (16-18 ms scavenges, measured), which made it a poor reference for tails.
+ * flags (reference.ts): without them V8's pretenuring sent its per-request objects to the old
+ * generation under load (16-18 ms scavenges, measured), which made it a poor reference for tails.
  *
  * Usage: node forwarder.js <cert.pem> <key.pem> <upstream CA.pem> <upstream port>; prints
  * `{"port":N}` once listening.
  */
-import { readFileSync } from 'node:fs';
 import { createServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
-import { createSecureContext, rootCertificates } from 'node:tls';
 import { Pool, type Dispatcher } from 'undici';
-import { applyServeV8Flags } from '../src/server/v8-tuning.js';
+import { listenAndAnnounce, referenceSetup } from './reference.js';
 
-applyServeV8Flags();
-
-const [certFile, keyFile, caFile, upstreamPort] = process.argv.slice(2);
-if (certFile === undefined || keyFile === undefined || caFile === undefined || upstreamPort === undefined) {
-  process.stderr.write('usage: forwarder.js <cert.pem> <key.pem> <upstream-ca.pem> <upstream-port>\n');
-  process.exit(2);
-}
-
-const secureContext = createSecureContext({ ca: [...rootCertificates, readFileSync(caFile, 'utf8')] });
-const pool = new Pool(`https://127.0.0.1:${upstreamPort}`, {
-  connect: { secureContext },
+const setup = referenceSetup('forwarder.js');
+const pool = new Pool(`https://127.0.0.1:${setup.upstreamPort}`, {
+  connect: { secureContext: setup.upstreamContext },
   keepAliveTimeout: 30_000,
 });
 const DROP = new Set(['host', 'authorization', 'origin', 'connection', 'keep-alive']);
@@ -35,8 +24,8 @@ const KEY = 'Bearer sk-bench-0123456789abcdefghijklmnop';
 
 const server = createServer(
   {
-    key: readFileSync(keyFile),
-    cert: readFileSync(certFile),
+    key: setup.key,
+    cert: setup.cert,
     minVersion: 'TLSv1.3',
     ALPNProtocols: ['http/1.1'],
     noDelay: true,
@@ -93,6 +82,4 @@ const server = createServer(
     pool.dispatch({ path, method: req.method ?? 'GET', headers, body: hasBody ? req : null }, handler);
   },
 );
-server.listen(0, '127.0.0.1', () => {
-  process.stdout.write(`${JSON.stringify({ port: (server.address() as AddressInfo).port })}\n`);
-});
+listenAndAnnounce(server);

@@ -9,34 +9,26 @@
  * Usage: node relay.js <cert.pem> <key.pem> <upstream CA.pem> <upstream port>; prints
  * `{"port":N}` once listening.
  */
-import { readFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
-import { connect, createSecureContext, createServer, rootCertificates } from 'node:tls';
-import { applyServeV8Flags } from '../src/server/v8-tuning.js';
+import { connect, createServer } from 'node:tls';
+import { listenAndAnnounce, referenceSetup } from './reference.js';
 
-// The same runtime settings as `tokenproxy serve` and the forwarder, so only the code differs.
-applyServeV8Flags();
-
-const [certFile, keyFile, caFile, upstreamPort] = process.argv.slice(2);
-if (certFile === undefined || keyFile === undefined || caFile === undefined || upstreamPort === undefined) {
-  process.stderr.write('usage: relay.js <cert.pem> <key.pem> <upstream-ca.pem> <upstream-port>\n');
-  process.exit(2);
-}
-
-// One context for every upstream connection, as tokenproxy and the forwarder have (upstream.ts).
-const secureContext = createSecureContext({ ca: [...rootCertificates, readFileSync(caFile, 'utf8')] });
-const port = Number(upstreamPort);
+const setup = referenceSetup('relay.js');
 
 const server = createServer(
   {
-    key: readFileSync(keyFile),
-    cert: readFileSync(certFile),
+    key: setup.key,
+    cert: setup.cert,
     minVersion: 'TLSv1.3',
     ALPNProtocols: ['http/1.1'],
   },
   (client) => {
     client.setNoDelay(true);
-    const upstream = connect({ host: '127.0.0.1', port, secureContext, ALPNProtocols: ['http/1.1'] });
+    const upstream = connect({
+      host: '127.0.0.1',
+      port: setup.upstreamPort,
+      secureContext: setup.upstreamContext,
+      ALPNProtocols: ['http/1.1'],
+    });
     upstream.setNoDelay(true);
     client.pipe(upstream);
     upstream.pipe(client);
@@ -49,6 +41,4 @@ const server = createServer(
   },
 );
 server.on('tlsClientError', () => undefined);
-server.listen(0, '127.0.0.1', () => {
-  process.stdout.write(`${JSON.stringify({ port: (server.address() as AddressInfo).port })}\n`);
-});
+listenAndAnnounce(server);
