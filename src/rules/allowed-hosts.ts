@@ -1,4 +1,4 @@
-import { domainToASCII } from 'node:url';
+import { domainToASCII, domainToUnicode } from 'node:url';
 import { formatIPv6, parseIPv4, parseIPv6 } from './ip-literal.js';
 import { hasSpaceOrControl, quote } from './text.js';
 
@@ -245,12 +245,20 @@ function checkAsciiName(name: string): Parsed<string> {
       return fail(`has a label longer than ${MAX_LABEL_LENGTH} characters`);
     if (!ASCII_HOST_CHARS.test(label)) return fail('is not a valid host name');
     if (label.startsWith('-') || label.endsWith('-')) return fail('has a label that starts or ends with "-"');
+    // Node 24's URL parser passes an undecodable punycode label through unchanged where Node 22 rejects
+    // it; decoding it ourselves keeps one answer on every runtime.
+    if (label.startsWith('xn--') && !isDecodablePunycode(label)) return fail('is not a valid host name');
   }
   // IDNA mapping can turn full-width digits into a numeric last label: then it must be a plain IPv4.
   if (NUMERIC_LABEL.test(labels[labels.length - 1] ?? '') && parseIPv4(name) < 0) {
     return fail('is not a valid IPv4 address (use a.b.c.d)');
   }
   return { ok: true, value: name };
+}
+
+function isDecodablePunycode(label: string): boolean {
+  const unicode = domainToUnicode(label);
+  return unicode !== '' && unicode !== label;
 }
 
 function fail(reason: string): { ok: false; reason: string } {
