@@ -7,6 +7,7 @@ import { PLANS, type PlanLimits } from '../accounts/plans.js';
 import { parseDuration } from '../rules/duration.js';
 import { parseTrustProxy } from '../rules/ip-match.js';
 import { PLAN_NAMES, type PlanName } from '../store/records.js';
+import { ConfigError } from './config-error.js';
 import { convertSetting } from './convert.js';
 import { SETTINGS, envName, flagName, type SettingName } from './settings.js';
 
@@ -59,13 +60,7 @@ export interface Config {
 export type Source = 'flag' | 'env' | 'file' | 'default' | 'unset';
 
 /** A bad setting. The message names the setting, where it came from and what is accepted. */
-export class ConfigError extends Error {
-  readonly code = 'invalid_config';
-  constructor(message: string) {
-    super(message);
-    this.name = 'ConfigError';
-  }
-}
+export { ConfigError };
 
 export interface ConfigInput {
   /** Flags given on the command line, by setting name (only those the user gave). */

@@ -1,9 +1,7 @@
-import { mkdir } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { bootstrapDefaultAccount } from '../accounts/create-account.js';
 import { buildApiApp } from '../api/app.js';
-import type { ApiServer } from '../api/context.js';
 import { publicUrl, type Config } from '../config/load.js';
 import { ProviderRegistry } from '../providers/providers.js';
 import type { EventPublisher } from '../events/publisher.js';
@@ -12,11 +10,14 @@ import { createLimits } from '../limits/index.js';
 import { createMetrics } from '../observability/metrics.js';
 import { createCountryResolver } from '../requestlog/country.js';
 import { startLogWorker } from '../requestlog/log-worker.js';
-import { createProxyServer, type ProxyServer } from '../proxy/server.js';
+import { createProxyServer } from '../proxy/server.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/store.js';
 import { loadTlsMaterial } from '../tls/tls-material.js';
 import { createLocalVault, loadLocalKek } from '../vault/local-kek.js';
+import { octal, prepareDataDir } from './data-dir.js';
+import { acquireInstanceLock } from './instance-lock.js';
+import { bindError, preflight } from './preflight.js';
 import { VERSION } from '../version.js';
 
 export interface RunningServer {
@@ -46,8 +47,40 @@ export interface StartOptions {
 export async function startServer(config: Config, options: StartOptions): Promise<RunningServer> {
   const { logger, print } = options;
   const now = options.now ?? (() => new Date());
-  await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+  // DESIGN §13's order: validate → open the store and check the KEK → bind both ports → only then
+  // create the first account and print its key. Whatever fails stops the start before that last
+  // step, so a failed start never leaves an account (and a printed key) behind.
+  await preflight(config);
+  const sqlite = config.database === undefined;
+  for (const fix of await prepareDataDir(config.dataDir, { sqlite })) {
+    logger.warn(
+      { path: fix.path, from: octal(fix.from), to: octal(fix.to) },
+      'tightened the permissions of a data file that other users could read',
+    );
+  }
+  const lock = sqlite ? await acquireInstanceLock(config.dataDir, now()) : undefined;
+  const started: Array<() => Promise<void> | void> = [() => lock?.release()];
+  const stopStarted = async (): Promise<void> => {
+    for (const stop of started.reverse()) await stop();
+  };
 
+  try {
+    return await startLocked(config, options, now, started, stopStarted);
+  } catch (err) {
+    // Everything started so far is stopped (the log worker's thread would keep the process alive).
+    await stopStarted();
+    throw err;
+  }
+}
+
+async function startLocked(
+  config: Config,
+  options: StartOptions,
+  now: () => Date,
+  started: Array<() => Promise<void> | void>,
+  stopStarted: () => Promise<void>,
+): Promise<RunningServer> {
+  const { logger, print } = options;
   const kek = await loadLocalKek({ dataDir: config.dataDir, envValue: options.env.TOKENPROXY_MASTER_KEY });
   const vault = createLocalVault(kek);
   kek.fill(0);
@@ -62,9 +95,8 @@ export async function startServer(config: Config, options: StartOptions): Promis
   }
 
   const store = await openStore({ database: config.database, dataDir: config.dataDir });
-  let api: ApiServer | undefined;
-  let proxy: ProxyServer | undefined;
-  let publicProxyUrl: string;
+  started.push(() => store.close());
+  let publicProxyUrl = '';
   const providers = new ProviderRegistry(config.providers);
   const metrics = createMetrics({ providers: providers.ids() });
   // Records and anomalies are stored in batches by a worker thread with its own store connection,
@@ -76,93 +108,91 @@ export async function startServer(config: Config, options: StartOptions): Promis
     metrics: { requestLog: metrics.queue('request_log'), anomalies: metrics.queue('anomaly_log') },
     stdout: config.logRequests ? (line) => void process.stdout.write(line) : undefined,
   });
+  started.push(() => logWorker.close());
   const { requestLog, anomalies } = logWorker;
   // Events (src/events): the durable outbox, its delivery worker (webhooks, e-mail) and the expiry
   // sweeper. The public addresses are read lazily: they are known only once the listeners are bound.
   let dashboardBase = config.publicApiUrl;
-  let events: RunningEvents | undefined;
-  let limits: ReturnType<typeof createLimits> | undefined;
-  try {
-    events = startEvents({
+  const events = startEvents({
+    store,
+    vault,
+    config,
+    logger,
+    now,
+    links: {
+      publicProxyUrl: () => publicProxyUrl,
+      dashboardUrl: () => `${dashboardBase ?? ''}/`,
+    },
+  });
+  started.push(() => events.close());
+  // Limits (src/limits): IP backoff, rate limits, quotas, breach alerts, anomaly detection.
+  const limitsPublisher: EventPublisher = events.publisher;
+  const limits = createLimits({
+    config,
+    store,
+    anomalies,
+    publisher: limitsPublisher,
+    logger,
+    now: () => now().getTime(),
+  });
+  started.push(() => limits.close());
+  const countryOf = await createCountryResolver(config);
+
+  // The proxy binds first: with port 0 its real port is needed for `proxy_base_url`.
+  const proxy = createProxyServer(
+    {
       store,
       vault,
+      providers,
       config,
-      logger,
-      now,
-      links: {
-        publicProxyUrl: () => publicProxyUrl,
-        dashboardUrl: () => `${dashboardBase ?? ''}/`,
-      },
-    });
-    // Limits (src/limits): IP backoff, rate limits, quotas, breach alerts, anomaly detection.
-    const limitsPublisher: EventPublisher = events.publisher;
-    limits = createLimits({
-      config,
-      store,
-      anomalies,
-      publisher: limitsPublisher,
+      requestLog,
+      onUnauthorized: limits.breach.onUnauthorized,
+      limits: limits.proxy,
+      metrics,
+      countryOf,
       logger,
       now: () => now().getTime(),
-    });
-    const countryOf = await createCountryResolver(config);
-    const created = await bootstrapDefaultAccount(store, now());
-    if (created) {
-      print(
-        `Created account "default" (${created.account.id}, plan free). Its API key, shown only this once:`,
-      );
-      print(`  ${created.apiKey}`);
-    }
+    },
+    { tls: tls ? { key: tls.key, cert: tls.cert } : undefined },
+  );
+  // What follows is closed by the drain in close(); everything before it by stopStarted.
+  const beforeListeners = started.length;
+  started.push(() => proxy.close(0));
+  const proxyPortBound = await proxy
+    .listen(config.host, config.proxyPort)
+    .catch((err: unknown) => Promise.reject(bindError(err, 'proxy_port', config.host, config.proxyPort)));
+  publicProxyUrl = config.publicProxyUrl ?? publicUrl(config.host, proxyPortBound, config.insecureHttp);
 
-    // The proxy binds first: with port 0 its real port is needed for `proxy_base_url`.
-    proxy = createProxyServer(
-      {
-        store,
-        vault,
-        providers,
-        config,
-        requestLog,
-        onUnauthorized: limits.breach.onUnauthorized,
-        limits: limits.proxy,
-        metrics,
-        countryOf,
-        logger,
-        now: () => now().getTime(),
-      },
-      { tls: tls ? { key: tls.key, cert: tls.cert } : undefined },
-    );
-    const proxyPortBound = await proxy.listen(config.host, config.proxyPort);
-    publicProxyUrl = config.publicProxyUrl ?? publicUrl(config.host, proxyPortBound, config.insecureHttp);
+  const api = await buildApiApp(
+    {
+      store,
+      vault,
+      providers,
+      publicProxyUrl,
+      now,
+      plans: config.plans,
+      onCredentialsChanged: () => proxy.invalidateCredentials(),
+      onEventsCommitted: () => events.nudge(),
+      allowPrivateWebhooks: config.allowPrivateWebhooks,
+    },
+    {
+      logger,
+      https: tls ? { key: tls.key, cert: tls.cert } : undefined,
+      version: VERSION,
+      metricsRegistry: metrics.registry,
+    },
+  );
+  started.push(() => api.close());
+  await api
+    .listen({ host: config.host, port: config.apiPort })
+    .catch((err: unknown) => Promise.reject(bindError(err, 'api_port', config.host, config.apiPort)));
 
-    const proxyServer = proxy;
-    api = await buildApiApp(
-      {
-        store,
-        vault,
-        providers,
-        publicProxyUrl,
-        now,
-        plans: config.plans,
-        onCredentialsChanged: () => proxyServer.invalidateCredentials(),
-        onEventsCommitted: () => events?.nudge(),
-        allowPrivateWebhooks: config.allowPrivateWebhooks,
-      },
-      {
-        logger,
-        https: tls ? { key: tls.key, cert: tls.cert } : undefined,
-        version: VERSION,
-        metricsRegistry: metrics.registry,
-      },
-    );
-    await api.listen({ host: config.host, port: config.apiPort });
-  } catch (err) {
-    // Everything started so far is stopped (the log worker's thread would keep the process alive).
-    await api?.close();
-    await proxy?.close(0);
-    limits?.close();
-    await events?.close();
-    await logWorker.close();
-    await store.close();
-    throw err;
+  // Both ports are ours: only now can the first account be created without a failed start leaving
+  // an account, and a printed key, behind.
+  const created = await bootstrapDefaultAccount(store, now());
+  if (created) {
+    print(`Created account "default" (${created.account.id}, plan free). Its API key, shown only this once:`);
+    print(`  ${created.apiKey}`);
   }
 
   const apiPort = (api.server.address() as AddressInfo).port;
@@ -185,8 +215,6 @@ export async function startServer(config: Config, options: StartOptions): Promis
   );
   logger.info({ apiPort, proxyPort, dialect: store.dialect }, 'listening');
 
-  const apiServer = api;
-  const proxyServer = proxy;
   let closing: Promise<void> | undefined;
   return {
     apiUrl,
@@ -200,23 +228,21 @@ export async function startServer(config: Config, options: StartOptions): Promis
     events,
     close() {
       closing ??= (async () => {
-        const drained = Promise.all([apiServer.close(), proxyServer.close(config.drainTimeoutMs)]);
+        const drained = Promise.all([api.close(), proxy.close(config.drainTimeoutMs)]);
         const timer = setTimeout(() => {
           logger.warn(
             { drain_timeout_ms: config.drainTimeoutMs },
             'drain timeout reached; closing open connections',
           );
-          apiServer.server.closeAllConnections();
+          api.server.closeAllConnections();
         }, config.drainTimeoutMs);
         try {
           await drained;
         } finally {
           clearTimeout(timer);
           // The listeners are closed: nothing writes records any more, so flushing now loses none.
-          limits.close();
-          await events.close();
-          await logWorker.close();
-          await store.close();
+          started.length = beforeListeners;
+          await stopStarted();
         }
       })();
       return closing;

@@ -1,6 +1,7 @@
 import { createPrivateKey, randomBytes, X509Certificate, type KeyObject } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { ConfigError } from '../config/config-error.js';
 import { certificateFingerprint } from './fingerprint.js';
 
 /**
@@ -27,7 +28,7 @@ export interface TlsMaterial {
 }
 
 /** Bad TLS configuration. `setting` is the config name (`tls_cert`, `tls_key`) to point the user at. */
-export class TlsMaterialError extends Error {
+export class TlsMaterialError extends ConfigError {
   readonly setting: 'tls_cert' | 'tls_key' | 'data_dir';
 
   constructor(setting: 'tls_cert' | 'tls_key' | 'data_dir', message: string, options?: { cause?: unknown }) {

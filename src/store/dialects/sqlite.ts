@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdir, open } from 'node:fs/promises';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import {
@@ -62,6 +62,9 @@ class TokenproxySqliteDialect extends SqliteDialect {
 
 async function openFile(dataDir: string, file: string, logWriter: boolean): Promise<SqliteDatabase.Database> {
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  // SQLite gives its -wal and -shm files the main file's mode, so creating it 0600 ourselves keeps all
+  // three private whatever the umask (SQLite alone would create 0644 under the usual 022).
+  await (await open(file, 'a', 0o600)).close();
   const db = new SqliteDatabase(file, { timeout: BUSY_TIMEOUT_MS });
   try {
     db.pragma('journal_mode = WAL');

@@ -1,0 +1,12 @@
+/**
+ * A bad setting: the message names the setting and how to fix it, and the CLI exits 2 (README,
+ * "Commands"). Errors of modules that check a setting (TLS files, the master key) extend it, so every
+ * start-up failure caused by configuration is reported the same way.
+ */
+export class ConfigError extends Error {
+  readonly code: string = 'invalid_config';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ConfigError';
+  }
+}

@@ -1,0 +1,88 @@
+import { lookup } from 'node:dns/promises';
+import { readFile } from 'node:fs/promises';
+import { isIP } from 'node:net';
+import { X509Certificate } from 'node:crypto';
+import { ConfigError } from '../config/config-error.js';
+import type { Config } from '../config/load.js';
+import { describeFsError } from './data-dir.js';
+
+/**
+ * Checks of settings that need the file system or the resolver, run before anything is written:
+ * a start that would fail later (after printing an API key, say) fails here instead, naming the setting.
+ */
+export async function preflight(config: Config): Promise<void> {
+  await checkHost(config.host);
+  if (config.providerCa !== undefined) await checkProviderCa(config.providerCa);
+}
+
+async function checkHost(host: string): Promise<void> {
+  if (isIP(host) !== 0) return;
+  try {
+    await lookup(host);
+  } catch (error) {
+    throw new ConfigError(
+      `setting host: "${host}" is not an IP address and does not resolve (${(error as NodeJS.ErrnoException).code ?? 'lookup failed'}). ` +
+        'Give an address of this machine with --host or TOKENPROXY_HOST, e.g. 127.0.0.1, 0.0.0.0 or ::',
+    );
+  }
+}
+
+const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
+
+export async function checkProviderCa(file: string): Promise<void> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    throw new ConfigError(
+      `setting provider_ca: cannot read ${file} (${describeFsError(error)}); give the path of a PEM file ` +
+        'holding the CA certificate(s) that signed your provider’s certificate',
+    );
+  }
+  const blocks = text.match(PEM_CERTIFICATE) ?? [];
+  if (blocks.length === 0) {
+    throw new ConfigError(
+      `setting provider_ca: ${file} holds no PEM certificate (a "-----BEGIN CERTIFICATE-----" block); ` +
+        'convert a DER file with `openssl x509 -inform der -in ca.der -out ca.pem`',
+    );
+  }
+  blocks.forEach((block, index) => {
+    try {
+      new X509Certificate(block);
+    } catch {
+      throw new ConfigError(
+        `setting provider_ca: certificate ${index + 1} of ${blocks.length} in ${file} is not a valid X.509 certificate`,
+      );
+    }
+  });
+}
+
+/** A listener that cannot bind: the message names the setting that chose the address and what to do. */
+export function bindError(
+  error: unknown,
+  setting: 'api_port' | 'proxy_port',
+  host: string,
+  port: number,
+): Error {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  const flag = `--${setting.replace('_', '-')}`;
+  switch (code) {
+    case 'EADDRINUSE':
+      return new ConfigError(
+        `setting ${setting}: port ${port} on ${host} is already in use by another process. ` +
+          `Stop that process, or choose another port with ${flag}.`,
+      );
+    case 'EACCES':
+      return new ConfigError(
+        `setting ${setting}: this user may not listen on port ${port} (ports below 1024 need privileges). ` +
+          `Choose a port above 1023 with ${flag}.`,
+      );
+    case 'EADDRNOTAVAIL':
+      return new ConfigError(
+        `setting host: ${host} is not an address of this machine. Give one of its addresses with --host, ` +
+          'e.g. 127.0.0.1 or 0.0.0.0.',
+      );
+    default:
+      return error instanceof Error ? error : new Error(String(error));
+  }
+}

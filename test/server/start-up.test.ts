@@ -1,0 +1,214 @@
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli, startServe, type RunResult } from '../support/cli.js';
+
+/**
+ * DESIGN §13: validate → open the store and check the KEK → bind both ports → only then create the
+ * first account and print its key. A start that fails names the setting and exits 2, and leaves no
+ * account (and no printed key) behind.
+ */
+
+const API_KEY_RE = /svc_sk_[1-9A-HJ-NP-Za-km-z]{43}/;
+
+let root: string;
+beforeAll(async () => {
+  root = await mkdtemp(path.join(os.tmpdir(), 'tokenproxy-start-up-'));
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+async function dataDir(name: string): Promise<string> {
+  return path.join(root, name);
+}
+
+function accountsIn(dir: string): number {
+  const db = new Database(path.join(dir, 'tokenproxy.db'), { readonly: true });
+  try {
+    return (db.prepare('select count(*) as n from accounts').get() as { n: number }).n;
+  } finally {
+    db.close();
+  }
+}
+
+function listenOnFreePort(): Promise<{ server: Server; port: number }> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      resolve({ server, port: typeof address === 'object' && address ? address.port : 0 });
+    });
+  });
+}
+
+function expectRefused(result: RunResult, setting: string): void {
+  expect(result.code, result.stderr).toBe(2);
+  expect(result.stderr).toContain(`setting ${setting}`);
+  expect(result.stderr).not.toMatch(API_KEY_RE);
+  expect(result.stderr).not.toContain('Created account');
+  expect(result.stderr).not.toMatch(/\n\s+at /); // no stack trace
+}
+
+describe('a start that fails leaves nothing behind and names the setting', () => {
+  for (const which of ['proxy', 'api'] as const) {
+    it(`a busy ${which} port: exit 2 naming ${which}_port, no account created, no key printed`, async () => {
+      const { server, port } = await listenOnFreePort();
+      try {
+        const dir = await dataDir(`busy-${which}`);
+        const other = which === 'proxy' ? '--api-port' : '--proxy-port';
+        const result = await runCli([
+          'serve',
+          '--data-dir',
+          dir,
+          `--${which}-port`,
+          String(port),
+          other,
+          '0',
+        ]);
+        expectRefused(result, `${which}_port`);
+        expect(result.stderr).toContain(`port ${port}`);
+        expect(accountsIn(dir)).toBe(0);
+        // The lock was released: a second try on free ports starts.
+        expect(existsSync(path.join(dir, 'serve.lock'))).toBe(false);
+      } finally {
+        server.close();
+      }
+    });
+  }
+
+  it('an unresolvable host: exit 2 naming host, before anything is written', async () => {
+    const dir = await dataDir('bad-host');
+    const result = await runCli(['serve', '--data-dir', dir, '--host', '999.1.1.1']);
+    expectRefused(result, 'host');
+    expect(existsSync(dir)).toBe(false);
+  });
+
+  it('a host that is not an address of this machine: exit 2 naming host, no account', async () => {
+    const dir = await dataDir('foreign-host');
+    // TEST-NET-1 (RFC 5737): never assigned to a machine, so binding fails with EADDRNOTAVAIL.
+    const result = await runCli([
+      'serve',
+      '--data-dir',
+      dir,
+      '--host',
+      '192.0.2.1',
+      '--api-port',
+      '0',
+      '--proxy-port',
+      '0',
+    ]);
+    expectRefused(result, 'host');
+    expect(accountsIn(dir)).toBe(0);
+  });
+
+  it('a provider_ca that does not exist: exit 2 naming provider_ca', async () => {
+    const result = await runCli([
+      'serve',
+      '--data-dir',
+      await dataDir('ca-missing'),
+      '--provider-ca',
+      '/nope.pem',
+    ]);
+    expectRefused(result, 'provider_ca');
+    expect(result.stderr).toContain('/nope.pem');
+  });
+
+  it('a provider_ca that is not PEM: exit 2 naming provider_ca (it was accepted silently)', async () => {
+    const file = path.join(root, 'not-a-ca.pem');
+    await writeFile(file, 'this is not a certificate\n');
+    const result = await runCli(['serve', '--data-dir', await dataDir('ca-not-pem'), '--provider-ca', file]);
+    expectRefused(result, 'provider_ca');
+    expect(result.stderr).toContain('no PEM certificate');
+  });
+
+  it('a data_dir below a regular file: exit 2 naming data_dir', async () => {
+    const file = path.join(root, 'a-file');
+    await writeFile(file, '');
+    const result = await runCli(['serve', '--data-dir', path.join(file, 'data')]);
+    expectRefused(result, 'data_dir');
+  });
+
+  it('a data_dir this user may not write: exit 2 naming data_dir', async () => {
+    // Root writes through any mode bits; sysfs refuses new directories even to root.
+    let dir = '/sys/tokenproxy-start-up-test/data';
+    if (process.getuid?.() !== 0) {
+      const parent = path.join(root, 'read-only');
+      await mkdir(parent);
+      await chmod(parent, 0o555);
+      dir = path.join(parent, 'data');
+    }
+    const result = await runCli(['serve', '--data-dir', dir]);
+    expectRefused(result, 'data_dir');
+    expect(result.stderr).toContain('permission denied');
+  });
+});
+
+describe('one serve per SQLite data dir', () => {
+  it('a second serve on the same data dir refuses, naming the first; after a kill -9 the lock is taken over', async () => {
+    const dir = await dataDir('locked');
+    const first = await startServe(['--data-dir', dir]);
+    try {
+      const second = await runCli(['serve', '--data-dir', dir, '--api-port', '0', '--proxy-port', '0']);
+      expectRefused(second, 'data_dir');
+      expect(second.stderr).toContain(`pid ${String(first.child.pid)}`);
+      expect(accountsIn(dir)).toBe(1);
+    } finally {
+      first.child.kill('SIGKILL');
+      await new Promise((resolve) => first.child.once('exit', resolve));
+    }
+    // The killed server left its lock file; its process is gone, so the next start takes it over.
+    expect(existsSync(path.join(dir, 'serve.lock'))).toBe(true);
+    const third = await startServe(['--data-dir', dir]);
+    expect(await third.stop()).toBe(0);
+    expect(existsSync(path.join(dir, 'serve.lock'))).toBe(false);
+  });
+});
+
+describe('data files are private whatever the umask', () => {
+  it('creates tokenproxy.db, -wal and -shm 0600 and the data dir 0700 in a pre-existing 0755 dir', async () => {
+    const dir = await dataDir('umask');
+    await mkdir(dir, { mode: 0o755 });
+    await chmod(dir, 0o755);
+    const server = await startServe(['--data-dir', dir]);
+    try {
+      for (const name of [
+        'tokenproxy.db',
+        'tokenproxy.db-wal',
+        'tokenproxy.db-shm',
+        'master.key',
+        'serve.lock',
+      ]) {
+        expect(((await stat(path.join(dir, name))).mode & 0o777).toString(8), name).toBe('600');
+      }
+      expect(((await stat(dir)).mode & 0o777).toString(8)).toBe('700');
+      expect(server.stdout()).toContain('tightened the permissions');
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('tightens a store file an older version left readable, and says so', async () => {
+    const dir = await dataDir('loose-db');
+    const first = await startServe(['--data-dir', dir]);
+    await first.stop();
+    const db = path.join(dir, 'tokenproxy.db');
+    await chmod(db, 0o644);
+    const second = await startServe(['--data-dir', dir]);
+    try {
+      expect(((await stat(db)).mode & 0o777).toString(8)).toBe('600');
+      const line = second
+        .stdout()
+        .split('\n')
+        .find((l) => l.includes('tightened the permissions') && l.includes('tokenproxy.db'));
+      expect(line).toBeDefined();
+      expect(JSON.parse(line ?? '{}')).toMatchObject({ from: '0644', to: '0600' });
+    } finally {
+      await second.stop();
+    }
+  });
+});
