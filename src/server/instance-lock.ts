@@ -53,8 +53,8 @@ export async function acquireInstanceLock(dataDir: string, now: Date = new Date(
           `--data-dir. If no such process runs any more, delete ${path}.`,
       );
     }
-    await unlink(path).catch((err: NodeJS.ErrnoException) => {
-      if (err.code !== 'ENOENT') throw err;
+    await unlink(path).catch((err: unknown) => {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     });
   }
   throw new ConfigError(

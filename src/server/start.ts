@@ -45,7 +45,7 @@ export interface StartOptions {
 }
 
 export async function startServer(config: Config, options: StartOptions): Promise<RunningServer> {
-  const { logger, print } = options;
+  const { logger } = options;
   const now = options.now ?? (() => new Date());
   // DESIGN §13's order: validate → open the store and check the KEK → bind both ports → only then
   // create the first account and print its key. Whatever fails stops the start before that last

@@ -23,7 +23,7 @@ afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-async function dataDir(name: string): Promise<string> {
+function dataDir(name: string): string {
   return path.join(root, name);
 }
 
@@ -59,7 +59,7 @@ describe('a start that fails leaves nothing behind and names the setting', () =>
     it(`a busy ${which} port: exit 2 naming ${which}_port, no account created, no key printed`, async () => {
       const { server, port } = await listenOnFreePort();
       try {
-        const dir = await dataDir(`busy-${which}`);
+        const dir = dataDir(`busy-${which}`);
         const other = which === 'proxy' ? '--api-port' : '--proxy-port';
         const result = await runCli([
           'serve',
@@ -82,14 +82,14 @@ describe('a start that fails leaves nothing behind and names the setting', () =>
   }
 
   it('an unresolvable host: exit 2 naming host, before anything is written', async () => {
-    const dir = await dataDir('bad-host');
+    const dir = dataDir('bad-host');
     const result = await runCli(['serve', '--data-dir', dir, '--host', '999.1.1.1']);
     expectRefused(result, 'host');
     expect(existsSync(dir)).toBe(false);
   });
 
   it('a host that is not an address of this machine: exit 2 naming host, no account', async () => {
-    const dir = await dataDir('foreign-host');
+    const dir = dataDir('foreign-host');
     // TEST-NET-1 (RFC 5737): never assigned to a machine, so binding fails with EADDRNOTAVAIL.
     const result = await runCli([
       'serve',
@@ -107,13 +107,7 @@ describe('a start that fails leaves nothing behind and names the setting', () =>
   });
 
   it('a provider_ca that does not exist: exit 2 naming provider_ca', async () => {
-    const result = await runCli([
-      'serve',
-      '--data-dir',
-      await dataDir('ca-missing'),
-      '--provider-ca',
-      '/nope.pem',
-    ]);
+    const result = await runCli(['serve', '--data-dir', dataDir('ca-missing'), '--provider-ca', '/nope.pem']);
     expectRefused(result, 'provider_ca');
     expect(result.stderr).toContain('/nope.pem');
   });
@@ -121,7 +115,7 @@ describe('a start that fails leaves nothing behind and names the setting', () =>
   it('a provider_ca that is not PEM: exit 2 naming provider_ca (it was accepted silently)', async () => {
     const file = path.join(root, 'not-a-ca.pem');
     await writeFile(file, 'this is not a certificate\n');
-    const result = await runCli(['serve', '--data-dir', await dataDir('ca-not-pem'), '--provider-ca', file]);
+    const result = await runCli(['serve', '--data-dir', dataDir('ca-not-pem'), '--provider-ca', file]);
     expectRefused(result, 'provider_ca');
     expect(result.stderr).toContain('no PEM certificate');
   });
@@ -150,7 +144,7 @@ describe('a start that fails leaves nothing behind and names the setting', () =>
 
 describe('one serve per SQLite data dir', () => {
   it('a second serve on the same data dir refuses, naming the first; after a kill -9 the lock is taken over', async () => {
-    const dir = await dataDir('locked');
+    const dir = dataDir('locked');
     const first = await startServe(['--data-dir', dir]);
     try {
       const second = await runCli(['serve', '--data-dir', dir, '--api-port', '0', '--proxy-port', '0']);
@@ -171,7 +165,7 @@ describe('one serve per SQLite data dir', () => {
 
 describe('data files are private whatever the umask', () => {
   it('creates tokenproxy.db, -wal and -shm 0600 and the data dir 0700 in a pre-existing 0755 dir', async () => {
-    const dir = await dataDir('umask');
+    const dir = dataDir('umask');
     await mkdir(dir, { mode: 0o755 });
     await chmod(dir, 0o755);
     const server = await startServe(['--data-dir', dir]);
@@ -193,7 +187,7 @@ describe('data files are private whatever the umask', () => {
   });
 
   it('tightens a store file an older version left readable, and says so', async () => {
-    const dir = await dataDir('loose-db');
+    const dir = dataDir('loose-db');
     const first = await startServe(['--data-dir', dir]);
     await first.stop();
     const db = path.join(dir, 'tokenproxy.db');
