@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ERROR_CODES } from '../../src/errors/codes.js';
 import { SETTINGS, envName, flagName } from '../../src/config/settings.js';
@@ -28,5 +28,35 @@ describe('docs stay in step with the code', () => {
       expect(row).toContain(`\`${envName(spec.name)}\``);
       if ('default' in spec) expect(row).toContain(`\`${String(spec.default)}\``);
     }
+  });
+
+  it('user docs point at the project’s own pages, not at design notes outside the repository', () => {
+    const files = ['README.md', 'clients/node/README.md', 'clients/python/README.md'];
+    for (const name of readdirSync(new URL('../../docs/', import.meta.url))) {
+      if (name.endsWith('.md')) files.push(`docs/${name}`);
+    }
+    for (const file of files) {
+      const text = read(file);
+      expect(text, file).not.toMatch(/\bDESIGN\b/);
+      expect(text, file).not.toContain('../shared');
+    }
+  });
+
+  it('ships the licence package.json declares', () => {
+    const pkg = JSON.parse(read('package.json')) as { license: string; engines: { node: string } };
+    expect(pkg.license).toBe('MIT');
+    expect(read('LICENSE')).toMatch(/^MIT License\n/);
+  });
+
+  it('the README names the Node.js lines that package.json supports and CI tests', () => {
+    const readme = read('README.md');
+    const tested = read('.ci/node-versions')
+      .split('\n')
+      .filter((line) => /^\d/.test(line))
+      .map((line) => line.split('.')[0] ?? '');
+    expect(tested.sort()).toEqual(['22', '24']);
+    for (const major of tested) expect(readme).toMatch(new RegExp(`Node\\.js[^\\n]*\\b${major}\\b`));
+    const pkg = JSON.parse(read('package.json')) as { engines: { node: string } };
+    expect(pkg.engines.node).toBe('^22.14.0 || >=24.0.0');
   });
 });
