@@ -54,7 +54,8 @@ function expectRefused(result: RunResult, setting: string): void {
   expect(result.stderr).not.toMatch(/\n\s+at /); // no stack trace
 }
 
-describe('a start that fails leaves nothing behind and names the setting', () => {
+// Each test starts whole server processes: on a loaded 2-core machine that alone can take many seconds.
+describe('a start that fails leaves nothing behind and names the setting', { timeout: 120_000 }, () => {
   for (const which of ['proxy', 'api'] as const) {
     it(`a busy ${which} port: exit 2 naming ${which}_port, no account created, no key printed`, async () => {
       const { server, port } = await listenOnFreePort();
@@ -142,7 +143,7 @@ describe('a start that fails leaves nothing behind and names the setting', () =>
   });
 });
 
-describe('one serve per SQLite data dir', () => {
+describe('one serve per SQLite data dir', { timeout: 120_000 }, () => {
   it('a second serve on the same data dir refuses, naming the first; after a kill -9 the lock is taken over', async () => {
     const dir = dataDir('locked');
     const first = await startServe(['--data-dir', dir]);
@@ -163,7 +164,7 @@ describe('one serve per SQLite data dir', () => {
   });
 });
 
-describe('data files are private whatever the umask', () => {
+describe('data files are private whatever the umask', { timeout: 120_000 }, () => {
   it('creates tokenproxy.db, -wal and -shm 0600 and the data dir 0700 in a pre-existing 0755 dir', async () => {
     const dir = dataDir('umask');
     await mkdir(dir, { mode: 0o755 });
