@@ -1,0 +1,114 @@
+import { describe, expect, it } from 'vitest';
+import { KeyPatterns, keyForms } from '../../src/proxy/key-encodings.js';
+import { StreamRedactor, redactText } from '../../src/proxy/redact.js';
+
+const KEY = 'sk-proj/Ab+c_d-9xYz~Q.k';
+
+/** The same text encoded as a provider echoing it might: the key is inside, the encoding outside. */
+const ECHOES: [string, (text: string) => string][] = [
+  ['base64', (t) => Buffer.from(t).toString('base64')],
+  ['base64url', (t) => Buffer.from(t).toString('base64url')],
+  ['hex', (t) => Buffer.from(t).toString('hex')],
+  ['HEX', (t) => Buffer.from(t).toString('hex').toUpperCase()],
+  ['encodeURIComponent', (t) => encodeURIComponent(t)],
+  ['JSON with \\/', (t) => JSON.stringify(t).replaceAll('/', '\\/')],
+  ['JSON \\u escapes', (t) => t.replace(/[^A-Za-z0-9]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)],
+  ['JSON \\U escapes', (t) => t.replace(/[^A-Za-z0-9]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0').toUpperCase()}`)],
+];
+
+function redactAll(text: string, key = KEY): string {
+  const patterns = new KeyPatterns(Buffer.from(key));
+  const r = new StreamRedactor(patterns.patterns);
+  return Buffer.concat([r.write(Buffer.from(text)), r.flush()]).toString();
+}
+
+/** Decodes what is left of the encoded key, to check no key material survived in it. */
+describe('KeyPatterns', () => {
+  for (const [name, encode] of ECHOES) {
+    for (const prefix of ['', 'a', 'ab', 'Bearer ', '{"key":"']) {
+      it(`redacts the key echoed as ${name} after ${JSON.stringify(prefix)}`, () => {
+        const echoed = encode(`${prefix}${KEY} and more`);
+        const out = redactAll(`<${echoed}>`);
+        expect(out).toContain('[REDACTED]');
+        // What survives of the encoded key is at most the few characters it shares with its neighbours.
+        const left = out.replace(/\[REDACTED\]/g, '');
+        expect(left.length).toBeLessThan(`<${echoed}>`.length - KEY.length);
+      });
+    }
+  }
+
+  it('covers the 3 base64 alignments, standard and url-safe', () => {
+    const forms = keyForms(Buffer.from(KEY)).map(String);
+    for (let offset = 0; offset < 3; offset++) {
+      const encoded = Buffer.from(`${'x'.repeat(offset)}${KEY}`).toString('base64');
+      const found = forms.filter((f) => encoded.includes(f));
+      expect(found.length, `offset ${offset}`).toBeGreaterThan(0);
+      const url = Buffer.from(`${'x'.repeat(offset)}${KEY}`).toString('base64url');
+      expect(forms.some((f) => url.includes(f)), `url-safe offset ${offset}`).toBe(true);
+    }
+  });
+
+  it('lists each form once, longest first, and the raw key among them', () => {
+    const forms = keyForms(Buffer.from(KEY)).map(String);
+    expect(new Set(forms).size).toBe(forms.length);
+    expect(forms).toContain(KEY);
+    expect(forms).toContain(encodeURIComponent(KEY));
+    expect(forms).toContain(KEY.replaceAll('/', '\\/'));
+    for (let i = 1; i < forms.length; i++) {
+      expect((forms[i - 1] as string).length).toBeGreaterThanOrEqual((forms[i] as string).length);
+    }
+  });
+
+  it('adds no text encoding that equals the key (an alphanumeric key has no escapes)', () => {
+    const forms = keyForms(Buffer.from('sk1234567890abcdef')).map(String);
+    expect(forms.filter((f) => f === 'sk1234567890abcdef')).toHaveLength(1);
+    expect(forms.some((f) => f.includes('\\'))).toBe(false);
+  });
+
+  it('holds back at most the longest form minus one byte, and only a real prefix', () => {
+    const patterns = new KeyPatterns(Buffer.from(KEY));
+    const longest = Math.max(...patterns.patterns.map((p) => p.length));
+    expect(patterns.maxHold).toBe(longest - 1);
+    const hex = Buffer.from(KEY).toString('hex');
+    const r = new StreamRedactor(patterns.patterns);
+    const first = r.write(Buffer.from(`text ${hex.slice(0, -1)}`));
+    expect(first.toString()).toBe('text ');
+    expect(r.write(Buffer.from(`${hex.slice(-1)} end`)).toString()).toBe('[REDACTED] end');
+    expect(r.write(Buffer.from('plain text')).toString()).toBe('plain text');
+  });
+
+  it('redacts every encoding split across chunks at every position', () => {
+    const patterns = new KeyPatterns(Buffer.from(KEY));
+    for (const [name, encode] of ECHOES) {
+      const whole = `data: ${encode(KEY)}\n\n`;
+      const expected = redactAll(whole);
+      for (let cut = 0; cut <= whole.length; cut++) {
+        const r = new StreamRedactor(patterns.patterns);
+        const out = Buffer.concat([
+          r.write(Buffer.from(whole.slice(0, cut))),
+          r.write(Buffer.from(whole.slice(cut))),
+          r.flush(),
+        ]).toString();
+        expect(out, `${name} cut at ${cut}`).toBe(expected);
+      }
+    }
+  });
+
+  it('redacts header values in every form', () => {
+    const patterns = new KeyPatterns(Buffer.from(KEY));
+    for (const [name, encode] of ECHOES) {
+      expect(redactText(`x ${encode(KEY)} y`, patterns.texts), name).toContain('[REDACTED]');
+    }
+  });
+
+  it('wipes every form', () => {
+    const patterns = new KeyPatterns(Buffer.from(KEY));
+    const views = patterns.patterns;
+    patterns.wipe();
+    for (const view of views) expect(view.every((b) => b === 0)).toBe(true);
+  });
+
+  it('refuses an empty key', () => {
+    expect(() => new KeyPatterns(Buffer.alloc(0))).toThrow(RangeError);
+  });
+});
