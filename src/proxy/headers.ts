@@ -29,8 +29,10 @@ const CREDENTIALS = [
 
 /**
  * Where the request came from, which the provider has no business knowing and which could steer a
- * naive upstream (`host`, `x-forwarded-host`). `expect` is handled by our listener (100-continue) and
- * undici refuses to forward it. `accept-encoding` is replaced (see ACCEPT_ENCODING).
+ * naive upstream (`host`, `x-forwarded-host`; `x-original-url` and `x-rewrite-url`, which IIS and
+ * some frameworks take as the real path, bypassing our path checks). `expect` is handled by our
+ * listener (100-continue) and undici refuses to forward it. `accept-encoding` is replaced (see
+ * ACCEPT_ENCODING).
  */
 const ORIGIN_AND_ROUTING = [
   'origin',
@@ -40,6 +42,8 @@ const ORIGIN_AND_ROUTING = [
   'x-real-ip',
   'expect',
   'accept-encoding',
+  'x-original-url',
+  'x-rewrite-url',
 ];
 
 const DROP_REQUEST = new Set<string>([...HOP_BY_HOP, ...CREDENTIALS, ...ORIGIN_AND_ROUTING]);
