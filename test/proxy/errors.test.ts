@@ -274,7 +274,7 @@ for (const fixture of databases) {
       },
     );
 
-    it('the provider\'s own error answer is forwarded unchanged and recorded with error_code null', async () => {
+    it("the provider's own error answer is forwarded unchanged and recorded with error_code null", async () => {
       const res = await h.send('/openai/status/429', { headers: bearer(token) });
       expect(res.status).toBe(429);
       expect(res.json.type).toBeUndefined();

@@ -12,8 +12,15 @@ const ECHOES: [string, (text: string) => string][] = [
   ['HEX', (t) => Buffer.from(t).toString('hex').toUpperCase()],
   ['encodeURIComponent', (t) => encodeURIComponent(t)],
   ['JSON with \\/', (t) => JSON.stringify(t).replaceAll('/', '\\/')],
-  ['JSON \\u escapes', (t) => t.replace(/[^A-Za-z0-9]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)],
-  ['JSON \\U escapes', (t) => t.replace(/[^A-Za-z0-9]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0').toUpperCase()}`)],
+  [
+    'JSON \\u escapes',
+    (t) => t.replace(/[^A-Za-z0-9]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`),
+  ],
+  [
+    'JSON \\U escapes',
+    (t) =>
+      t.replace(/[^A-Za-z0-9]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0').toUpperCase()}`),
+  ],
 ];
 
 function redactAll(text: string, key = KEY): string {
@@ -44,7 +51,10 @@ describe('KeyPatterns', () => {
       const found = forms.filter((f) => encoded.includes(f));
       expect(found.length, `offset ${offset}`).toBeGreaterThan(0);
       const url = Buffer.from(`${'x'.repeat(offset)}${KEY}`).toString('base64url');
-      expect(forms.some((f) => url.includes(f)), `url-safe offset ${offset}`).toBe(true);
+      expect(
+        forms.some((f) => url.includes(f)),
+        `url-safe offset ${offset}`,
+      ).toBe(true);
     }
   });
 

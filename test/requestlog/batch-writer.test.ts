@@ -273,7 +273,9 @@ for (const fixture of databases) {
       // 5, 10, 20, 40, 80, 160 ms: about 6 attempts in 300 ms, not one per write or per interval.
       expect(probe.calls.insertMany.length).toBeGreaterThanOrEqual(3);
       expect(probe.calls.insertMany.length).toBeLessThanOrEqual(8);
-      expect(log.entries().filter((line) => line.level === 'warn').length).toBe(probe.calls.insertMany.length);
+      expect(log.entries().filter((line) => line.level === 'warn').length).toBe(
+        probe.calls.insertMany.length,
+      );
       probe.failWith(undefined);
       await writer.close();
       expect(writer.size).toBe(0);

@@ -15,7 +15,13 @@ describe('packed request records', () => {
   it('unpack to the records that were packed, nulls and booleans included, in order', () => {
     const records = [
       record({ accountId: null, tokenId: null, provider: null, origin: null, country: null }),
-      record({ status: 403, authorized: false, forwarded: false, latencyMs: 0, errorCode: 'origin_not_allowed' }),
+      record({
+        status: 403,
+        authorized: false,
+        forwarded: false,
+        latencyMs: 0,
+        errorCode: 'origin_not_allowed',
+      }),
       record({ status: 200, authorized: true, forwarded: true, country: 'BR', origin: 'https://a.example' }),
     ];
     const packed: PackedValue[] = [];
