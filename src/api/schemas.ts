@@ -111,7 +111,9 @@ export const AnomalyObject = Type.Object({
   ip: Type.String(),
   country: NullableString,
   path: Type.String(),
-  reason: Type.String({ description: 'origin_not_allowed, ip_not_allowed or ip_backoff for breaches' }),
+  reason: Type.String({
+    description: 'origin_not_allowed, ip_not_allowed, provider_mismatch or ip_backoff for breaches',
+  }),
   kind: Type.String({ description: '"breach" for unauthorized requests' }),
 });
 

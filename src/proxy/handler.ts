@@ -2,7 +2,6 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
 import type { UnauthorizedReason } from '../anomalies/record.js';
-import { ERROR_CODES } from '../errors/codes.js';
 import { errorSummary } from '../errors/summary.js';
 import { isSanitizedToken, newRequestId, secretDigest } from '../ids/formats.js';
 import type { ObservedRequest } from '../limits/anomaly-detector.js';
@@ -10,7 +9,7 @@ import type { Admission } from '../limits/proxy-limits.js';
 import { clientIp, compileIpMatcher, type IpMatcher } from '../rules/ip-match.js';
 import { recordPath } from '../requestlog/record.js';
 import { requestOrigin } from '../rules/origin-match.js';
-import { EXPOSE_HEADERS, isPreflight, writePreflight } from './cors.js';
+import { isPreflight, writePreflight } from './cors.js';
 import type { ProxyDeps } from './deps.js';
 import {
   NO_ORIGIN_MESSAGE,
@@ -19,13 +18,13 @@ import {
   writeProxyError,
   type ProxyErrorCode,
 } from './errors.js';
-import { dropResponseHeader, responseHasBody, tokenFrom, upstreamHeaders } from './headers.js';
+import { relayedHeaders, responseHasBody, tokenFrom, upstreamHeaders } from './headers.js';
 import { KeyPatterns } from './key-encodings.js';
 import { unsafePath } from './path-guard.js';
-import { redactText, StreamRedactor } from './redact.js';
+import { StreamRedactor } from './redact.js';
 import { parseTarget, upstreamPath } from './route.js';
 import { TokenCache, type TokenEntry } from './token-cache.js';
-import { innermostCode, upstreamCause, upstreamErrorCode } from './upstream-failure.js';
+import { logUpstreamFailure, upstreamErrorCode } from './upstream-failure.js';
 import { Upstreams, type Upstream } from './upstream.js';
 
 /**
@@ -393,37 +392,17 @@ class Exchange implements Dispatcher.DispatchHandler {
       return;
     }
     const hasBody = responseHasBody(this.req.method ?? 'GET', status);
-    const key = (this.#patterns as KeyPatterns).texts;
-    const origin = this.#originHeader;
-    const out: string[] = [];
-    let vary = false;
-    let streaming = true;
-    for (const name in upstreamHeaders) {
-      const value = upstreamHeaders[name];
-      if (value === undefined) continue;
-      if (name === 'content-length') streaming = false;
-      if (dropResponseHeader(name, hasBody)) continue;
-      if (typeof value === 'string') {
-        if (name === 'vary' && origin !== undefined) {
-          vary = true;
-          out.push(name, `${redactText(value, key)}, Origin`);
-        } else {
-          out.push(name, redactText(value, key));
-        }
-      } else {
-        for (const item of value) out.push(name, redactText(item, key));
-      }
-    }
-    out.push('x-tokenproxy-request-id', this.requestId);
-    const limitHeaders = this.#limitHeaders;
-    if (limitHeaders !== null) for (const item of limitHeaders) out.push(item);
-    if (origin !== undefined) {
-      out.push('access-control-allow-origin', origin, 'access-control-expose-headers', EXPOSE_HEADERS);
-      if (!vary) out.push('vary', 'Origin');
-    }
+    const out = relayedHeaders(
+      upstreamHeaders,
+      hasBody,
+      (this.#patterns as KeyPatterns).texts,
+      this.#originHeader,
+      this.requestId,
+      this.#limitHeaders,
+    );
     res.writeHead(status, out);
     // A stream's first bytes may be a while coming: let the client see the status now.
-    if (streaming && hasBody) res.flushHeaders();
+    if (hasBody && upstreamHeaders['content-length'] === undefined) res.flushHeaders();
     this.#addedMs += performance.now() - arrived;
   }
 
@@ -456,8 +435,9 @@ class Exchange implements Dispatcher.DispatchHandler {
     const code = upstreamErrorCode(err);
     if (code === 'internal_error') {
       this.#ctx.deps.logger?.error({ err: errorSummary(err) }, 'upstream request failed');
-    } else {
-      this.#logUpstreamFailure(err, code, res.headersSent);
+    } else if (this.#ctx.deps.logger !== undefined) {
+      const provider = (this.upstream as Upstream).id;
+      logUpstreamFailure(this.#ctx.deps.logger, err, this.requestId, provider, code, res.headersSent);
     }
     if (res.headersSent) {
       // The provider broke off mid-answer: end the client's response as broken too, never hang it.
@@ -468,27 +448,6 @@ class Exchange implements Dispatcher.DispatchHandler {
     writeProxyError(res, code, this.requestId, this.#originHeader);
     this.#errorCode = code;
     this.#addedMs += performance.now() - failedAt;
-  }
-
-  /**
-   * One warn line per failed upstream request (DESIGN §13), so a 502/504 can be diagnosed from the
-   * request id the caller got: the cause class, the provider and the error's code. Never the
-   * error's message or anything of the request (headers, key, body).
-   */
-  #logUpstreamFailure(err: Error, answered: ProxyErrorCode, midAnswer: boolean): void {
-    const logger = this.#ctx.deps.logger;
-    if (logger === undefined) return;
-    const code = innermostCode(err);
-    logger.warn(
-      {
-        request_id: this.requestId,
-        provider: (this.upstream as Upstream).id,
-        cause: upstreamCause(code),
-        error_code: code ?? null,
-        ...(midAnswer ? { during: 'response_body' } : { status: ERROR_CODES[answered].status }),
-      },
-      'upstream request failed',
-    );
   }
 
   // ---- end of the exchange -----------------------------------------------------------------

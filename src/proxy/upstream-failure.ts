@@ -1,3 +1,5 @@
+import type { Logger } from 'pino';
+import { ERROR_CODES } from '../errors/codes.js';
 import type { ProxyErrorCode } from './errors.js';
 
 /**
@@ -78,4 +80,31 @@ export function upstreamErrorCode(err: Error): ProxyErrorCode {
   if (code === 'UND_ERR_HEADERS_TIMEOUT') return 'upstream_timeout';
   if (code === 'UND_ERR_INVALID_ARG' || code === 'UND_ERR_NOT_SUPPORTED') return 'internal_error';
   return 'upstream_unreachable';
+}
+
+/**
+ * One warn line per failed upstream request (DESIGN §13), so a 502/504 can be diagnosed from the
+ * request id the caller got: the cause class, the provider and the error's code. Never the error's
+ * message (free text from libraries) or anything of the request (headers, key, body).
+ */
+export function logUpstreamFailure(
+  logger: Logger,
+  err: Error,
+  requestId: string,
+  provider: string,
+  answered: ProxyErrorCode,
+  /** The provider broke off after its headers were relayed: no error answer could be sent. */
+  midAnswer: boolean,
+): void {
+  const code = innermostCode(err);
+  logger.warn(
+    {
+      request_id: requestId,
+      provider,
+      cause: upstreamCause(code),
+      error_code: code ?? null,
+      ...(midAnswer ? { during: 'response_body' } : { status: ERROR_CODES[answered].status }),
+    },
+    'upstream request failed',
+  );
 }
