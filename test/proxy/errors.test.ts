@@ -274,6 +274,25 @@ for (const fixture of databases) {
       },
     );
 
+    it('a provider that breaks off mid-answer: the client response breaks too, and one warn line', async () => {
+      const res = await h.send('/openai/reset-mid-stream', { headers: bearer(token) }).then(
+        () => null,
+        (err: unknown) => err,
+      );
+      expect(res).toBeInstanceOf(Error);
+      const rec = await h.waitForRecord((r) => r.path === '/openai/reset-mid-stream');
+      expect(rec).toMatchObject({ status: 200, forwarded: true, errorCode: null });
+      const lines = linesOf(rec.requestId);
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatchObject({
+        level: 'warn',
+        provider: 'openai',
+        cause: 'reset',
+        during: 'response_body',
+        msg: 'upstream request failed',
+      });
+    });
+
     it("the provider's own error answer is forwarded unchanged and recorded with error_code null", async () => {
       const res = await h.send('/openai/status/429', { headers: bearer(token) });
       expect(res.status).toBe(429);

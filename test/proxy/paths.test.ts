@@ -79,6 +79,19 @@ for (const fixture of databases) {
       expect(got?.path).toBe('/v1/models?x=/../&y=%2e%2e');
     });
 
+    it('records at most 2,048 bytes of a long path, cut and marked', async () => {
+      const path = `/openai/v1/${'p'.repeat(8000)}`;
+      const res = await rawGet(path);
+      expect(res.status).toBe(404);
+      const rec = await h.recordOf(res.requestId);
+      expect(Buffer.byteLength(rec.path)).toBeLessThanOrEqual(2048);
+      expect(rec.path.endsWith('…[cut]')).toBe(true);
+      expect(path.startsWith(rec.path.slice(0, -'…[cut]'.length))).toBe(true);
+      // The provider got the whole path: only the record is cut.
+      const [got] = await h.mock.waitForRequests(1);
+      expect(got?.path).toBe(path.slice('/openai'.length));
+    });
+
     it('strips X-Original-URL and X-Rewrite-URL, which some servers take as the real path', async () => {
       const res = await rawGet('/openai/v1/models', {
         'X-Original-URL': '/admin',
