@@ -133,6 +133,15 @@ describe('KeyPatterns', () => {
     for (const view of views) expect(view.every((b) => b === 0)).toBe(true);
   });
 
+  it('a key that is not ASCII text gets its byte encodings only, and still redacts raw', () => {
+    const key = Buffer.from([0x73, 0x6b, 0xff, 0x2f, 0x00, 0x41, 0x42, 0x43, 0x44, 0x45]);
+    const forms = keyForms(key);
+    expect(forms.some((f) => f.equals(key))).toBe(true);
+    expect(forms.some((f) => f.toString('latin1') === key.toString('hex'))).toBe(true);
+    expect(forms.some((f) => f.includes('%'))).toBe(false);
+    expect(forms.some((f) => f.includes('\\'))).toBe(false);
+  });
+
   it('refuses an empty key', () => {
     expect(() => new KeyPatterns(Buffer.alloc(0))).toThrow(RangeError);
   });
