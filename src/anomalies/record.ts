@@ -1,5 +1,5 @@
 /** Why a proxy request was refused as unauthorized (these raise breach actions, DESIGN §6 and §10). */
-export type UnauthorizedReason = 'origin_not_allowed' | 'ip_not_allowed' | 'ip_backoff';
+export type UnauthorizedReason = 'origin_not_allowed' | 'ip_not_allowed' | 'ip_backoff' | 'provider_mismatch';
 
 /** An unauthorized use of a known token: an anomaly-log entry, and the input of breach actions. */
 export interface UnauthorizedAttempt {
@@ -12,6 +12,12 @@ export interface UnauthorizedAttempt {
   readonly country: string | null;
   readonly path: string;
   readonly reason: UnauthorizedReason;
+  /**
+   * Whether this attempt may raise a breach alert by itself; when absent, every reason but
+   * `ip_backoff` does. The proxy sets it for `provider_mismatch`: an alert only when the origin is
+   * not allowed either. Attempts that raise none are still logged and counted into the next alert.
+   */
+  readonly alert?: boolean;
 }
 
 /**

@@ -98,6 +98,9 @@ export const RequestLogObject = Type.Object({
   status: Type.Integer(),
   authorized: Type.Boolean({ description: 'whether the origin (and IP) check passed' }),
   latency_ms: Type.Integer({ description: "time the proxy added, excluding the provider's" }),
+  error_code: Type.Union([Type.String(), Type.Null()], {
+    description: "the proxy's own error code when it answered itself (docs/errors.md); null when forwarded",
+  }),
 });
 
 export const AnomalyObject = Type.Object({
@@ -108,7 +111,9 @@ export const AnomalyObject = Type.Object({
   ip: Type.String(),
   country: NullableString,
   path: Type.String(),
-  reason: Type.String({ description: 'origin_not_allowed, ip_not_allowed or ip_backoff for breaches' }),
+  reason: Type.String({
+    description: 'origin_not_allowed, ip_not_allowed, provider_mismatch or ip_backoff for breaches',
+  }),
   kind: Type.String({ description: '"breach" for unauthorized requests' }),
 });
 

@@ -43,6 +43,9 @@ export const ERROR_CODES = {
   // Plans
   plan_limit_exceeded: { status: 403, type: 'plan_limit' },
 
+  // Proxy: request shape
+  invalid_path: { status: 400, type: 'invalid_request' },
+
   // Proxy: token checks
   missing_token: { status: 401, type: 'authentication' },
   invalid_token: { status: 401, type: 'authentication' },

@@ -99,7 +99,7 @@ export function createBreachHandler(options: BreachHandlerOptions): BreachHandle
       anomalies.onUnauthorized(attempt);
       const at = now();
       const key = `${attempt.tokenId}\n${attempt.origin ?? ''}\n${attempt.ip}`;
-      const covered = counters.coalesce(key, at, interval, attempt.reason !== 'ip_backoff');
+      const covered = counters.coalesce(key, at, interval, raisesAlert(attempt));
       if (covered instanceof Promise) {
         covered.then(
           (n) => settle(key, attempt, at, n),
@@ -145,4 +145,9 @@ export function createBreachHandler(options: BreachHandlerOptions): BreachHandle
       if (timer !== undefined) clearInterval(timer);
     },
   };
+}
+
+/** DESIGN §10: `ip_backoff` refusals are counted but alert by themselves never; see `alert`. */
+export function raisesAlert(attempt: UnauthorizedAttempt): boolean {
+  return attempt.alert ?? attempt.reason !== 'ip_backoff';
 }

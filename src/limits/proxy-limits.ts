@@ -19,6 +19,14 @@ export interface Admission {
   readonly refuse: LimitRefusal | null;
   /** Response headers as name/value pairs (`RateLimit-*`, `Retry-After`), or null for none. */
   readonly headers: readonly string[] | null;
+  /** With `quota_exceeded`: the plan's monthly limit and when the quota resets, for the message. */
+  readonly quota?: QuotaRefusal | undefined;
+}
+
+export interface QuotaRefusal {
+  readonly limit: number;
+  /** ISO 8601 UTC: the start of the next calendar month. */
+  readonly resetsAt: string;
 }
 
 /**
@@ -79,7 +87,9 @@ export function createProxyLimits(options: ProxyLimitsOptions): ProxyLimits {
   function afterRate(token: TokenRecord, now: number, rate: RateVerdict | null): MaybePromise<Admission> {
     if (rate !== null && !rate.allowed) return { refuse: 'rate_limited', headers: rate.headers };
     const quota = quotas.check(token.accountId, now);
-    return quota instanceof Promise ? quota.then((q) => admission(rate, q)) : admission(rate, quota);
+    const judged = (wait: number): Admission =>
+      admission(rate, wait, wait > 0 ? quotas.refusal(token.accountId, now) : undefined);
+    return quota instanceof Promise ? quota.then(judged) : judged(quota);
   }
 
   return {
@@ -104,11 +114,11 @@ export function createProxyLimits(options: ProxyLimitsOptions): ProxyLimits {
   };
 }
 
-function admission(rate: RateVerdict | null, quotaWait: number): Admission {
+function admission(rate: RateVerdict | null, quotaWait: number, quota?: QuotaRefusal): Admission {
   if (quotaWait > 0) {
     const headers = rate === null ? [] : rate.headers.slice();
     headers.push('Retry-After', String(quotaWait));
-    return { refuse: 'quota_exceeded', headers };
+    return { refuse: 'quota_exceeded', headers, quota };
   }
   return rate === null ? ADMITTED : { refuse: null, headers: rate.headers };
 }

@@ -93,6 +93,14 @@ export class AccountQuotas {
       : this.#judge(accountId, plan, limit, used, period, now);
   }
 
+  /** For a refused request: the account's plan limit and the end of the period (an ISO date). */
+  refusal(accountId: string, now: number): { limit: number; resetsAt: string } | undefined {
+    const plan = this.#accounts.get(accountId)?.plan;
+    const limit = plan === undefined ? null : this.#o.plans[plan].requestsPerMonth;
+    if (limit === null) return undefined;
+    return { limit, resetsAt: new Date(this.#periodAt(now).end).toISOString() };
+  }
+
   #judge(
     accountId: string,
     plan: PlanName,

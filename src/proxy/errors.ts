@@ -6,6 +6,9 @@ import { EXPOSE_HEADERS } from './cors.js';
 export const PROXY_ERROR_MESSAGES = {
   route_not_found:
     'No such provider. Use https://<proxy>/<provider>/<provider path>, e.g. /openai/v1/chat/completions.',
+  invalid_path:
+    'The path has a dot segment (. or ..), a backslash or a ;-parameter after dots, also when percent-encoded. ' +
+    'Send the provider path as the provider documents it.',
   missing_token: 'No token: send your sanitized token as "Authorization: Bearer svc_hb_…".',
   invalid_token: 'The token is not a valid sanitized token (svc_hb_…) of this service.',
   token_revoked: 'This token has been revoked.',
@@ -24,6 +27,23 @@ export const PROXY_ERROR_MESSAGES = {
 
 export type ProxyErrorCode = keyof typeof PROXY_ERROR_MESSAGES;
 
+/** `origin_not_allowed` when the request named no origin at all: the usual server-side mistake. */
+export const NO_ORIGIN_MESSAGE =
+  'This token may not be used from this origin: the request has no Origin or Referer header. ' +
+  'Browsers send one; a server-side caller must send an Origin header with an allowed origin.';
+
+/** A sentence for a rarer refusal that names its particulars; built only on that path. */
+export function providerMismatchMessage(tokenProvider: string, pathProvider: string): string {
+  return (
+    `This token is for provider ${JSON.stringify(tokenProvider)}; use /${tokenProvider}/… ` +
+    `instead of /${pathProvider}/….`
+  );
+}
+
+export function quotaExceededMessage(limit: number, resetsAt: string): string {
+  return `The account's monthly plan quota of ${limit} requests is used up; it resets on ${resetsAt}.`;
+}
+
 interface PreparedError {
   readonly status: number;
   /** The body up to the request id, and what follows it: only the id is added per response. */
@@ -31,25 +51,36 @@ interface PreparedError {
   readonly tail: string;
 }
 
-const PREPARED = new Map<ProxyErrorCode, PreparedError>();
-for (const code of Object.keys(PROXY_ERROR_MESSAGES) as ProxyErrorCode[]) {
-  const message = PROXY_ERROR_MESSAGES[code];
+/**
+ * The body shape of DESIGN §4 and §13: `type: "error"` at the top makes the Anthropic SDKs show it as
+ * an API error; `error` is what the OpenAI SDKs read.
+ */
+function prepare(code: ProxyErrorCode, message: string): PreparedError {
   const full = JSON.stringify({
+    type: 'error',
     error: { type: 'tokenproxy_error', code, message, request_id: '\u0000' },
   });
   const at = full.indexOf('\\u0000');
-  PREPARED.set(code, {
+  return {
     status: ERROR_CODES[code].status,
     head: full.slice(0, at),
     tail: full.slice(at + '\\u0000'.length),
-  });
+  };
 }
+
+const PREPARED = new Map<ProxyErrorCode, PreparedError>();
+for (const code of Object.keys(PROXY_ERROR_MESSAGES) as ProxyErrorCode[]) {
+  PREPARED.set(code, prepare(code, PROXY_ERROR_MESSAGES[code]));
+}
+const PREPARED_NO_ORIGIN = prepare('origin_not_allowed', NO_ORIGIN_MESSAGE);
 
 /**
  * Writes a proxy error. When the caller sent an `Origin`, the error carries CORS headers for it
  * whatever the token allows: a browser app can then read the code (`origin_not_allowed`, …) instead of
  * an opaque network error, and the body reveals nothing (no key, no token, no provider data).
- * Request ids are ours (`req_` + base58), so they never need JSON escaping.
+ * Request ids are ours (`req_` + base58), so they never need JSON escaping. `message` replaces the
+ * code's fixed sentence: NO_ORIGIN_MESSAGE is prepared too; any other is built here, which only the
+ * rare refusals that name particulars (provider_mismatch, quota_exceeded) pay for.
  */
 export function writeProxyError(
   res: ServerResponse,
@@ -58,8 +89,14 @@ export function writeProxyError(
   origin: string | undefined,
   /** More header name/value pairs (`Retry-After`, `RateLimit-*`). */
   extra?: readonly string[] | null,
+  message?: string,
 ): number {
-  const prepared = PREPARED.get(code) as PreparedError;
+  const prepared =
+    message === undefined
+      ? (PREPARED.get(code) as PreparedError)
+      : message === NO_ORIGIN_MESSAGE
+        ? PREPARED_NO_ORIGIN
+        : prepare(code, message);
   const body = prepared.head + requestId + prepared.tail;
   const headers: string[] = [
     'content-type',
@@ -69,6 +106,8 @@ export function writeProxyError(
     'cache-control',
     'no-store',
     'x-request-id',
+    requestId,
+    'request-id',
     requestId,
     'x-tokenproxy-request-id',
     requestId,

@@ -7,14 +7,24 @@ import { isSanitizedToken, newRequestId, secretDigest } from '../ids/formats.js'
 import type { ObservedRequest } from '../limits/anomaly-detector.js';
 import type { Admission } from '../limits/proxy-limits.js';
 import { clientIp, compileIpMatcher, type IpMatcher } from '../rules/ip-match.js';
+import { recordPath } from '../requestlog/record.js';
 import { requestOrigin } from '../rules/origin-match.js';
-import { EXPOSE_HEADERS, isPreflight, writePreflight } from './cors.js';
+import { isPreflight, writePreflight } from './cors.js';
 import type { ProxyDeps } from './deps.js';
-import { writeProxyError, type ProxyErrorCode } from './errors.js';
-import { dropResponseHeader, responseHasBody, tokenFrom, upstreamHeaders } from './headers.js';
-import { redactText, StreamRedactor } from './redact.js';
+import {
+  NO_ORIGIN_MESSAGE,
+  providerMismatchMessage,
+  quotaExceededMessage,
+  writeProxyError,
+  type ProxyErrorCode,
+} from './errors.js';
+import { relayedHeaders, responseHasBody, tokenFrom, upstreamHeaders } from './headers.js';
+import { KeyPatterns } from './key-encodings.js';
+import { unsafePath } from './path-guard.js';
+import { StreamRedactor } from './redact.js';
 import { parseTarget, upstreamPath } from './route.js';
 import { TokenCache, type TokenEntry } from './token-cache.js';
+import { logUpstreamFailure, upstreamErrorCode } from './upstream-failure.js';
 import { Upstreams, type Upstream } from './upstream.js';
 
 /**
@@ -29,12 +39,16 @@ export const CLIENT_CLOSED_STATUS = 499;
 
 const CLIENT_GONE = new Error('client closed the connection');
 
-/** Refusals that count toward IP backoff (DESIGN §10: every refused 401 and 403). */
+/**
+ * Refusals that count toward IP backoff (DESIGN §10: every refused 401 and 403), and
+ * `provider_mismatch`: a known token used where it does not belong is unauthorized use too.
+ */
 type DeniedCode =
   | 'missing_token'
   | 'invalid_token'
   | 'token_revoked'
   | 'token_expired'
+  | 'provider_mismatch'
   | 'origin_not_allowed'
   | 'ip_not_allowed';
 
@@ -65,6 +79,11 @@ export class ProxyHandler {
     const target = parseTarget(req.url ?? '');
     const upstream = target === undefined ? undefined : this.upstreams.get(target.providerId);
     if (target !== undefined) ex.path = target.path;
+    if (target !== undefined && unsafePath(target.path)) {
+      ex.watch();
+      ex.refuse('invalid_path');
+      return;
+    }
     if (upstream === undefined || target === undefined) {
       ex.watch();
       ex.refuse('route_not_found');
@@ -121,7 +140,11 @@ class Exchange implements Dispatcher.DispatchHandler {
   #forwarded = false;
   #key: Buffer | null = null;
   #keyText = '';
+  /** The key's encodings, built with the redactor when the key is decrypted and wiped with it. */
+  #patterns: KeyPatterns | null = null;
   #redactor: StreamRedactor | null = null;
+  /** The proxy's own answer, for the record; null while the provider's answer is relayed. */
+  #errorCode: ProxyErrorCode | null = null;
   #controller: Dispatcher.DispatchController | null = null;
   #clientGone = false;
   #upstreamDone = false;
@@ -157,8 +180,9 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.res.once('close', this.#onClose);
   }
 
-  refuse(code: ProxyErrorCode, extraHeaders?: readonly string[] | null): void {
-    writeProxyError(this.res, code, this.requestId, this.#originHeader, extraHeaders);
+  refuse(code: ProxyErrorCode, extraHeaders?: readonly string[] | null, message?: string): void {
+    writeProxyError(this.res, code, this.requestId, this.#originHeader, extraHeaders, message);
+    this.#errorCode = code;
     this.#addedMs = performance.now() - this.#start;
   }
 
@@ -175,7 +199,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (token.status === 'revoked' || entry.ciphertext === null) return this.deny('token_revoked');
     if (token.status === 'expired' || entry.expiresAtMs <= this.#ctx.now()) return this.deny('token_expired');
     const upstream = this.upstream as Upstream;
-    if (token.provider !== upstream.id) return this.refuse('provider_mismatch');
+    if (token.provider !== upstream.id) return this.deny('provider_mismatch');
     if (!entry.origins.matches(this.#origin)) return this.deny('origin_not_allowed');
     if (entry.ips !== null && !entry.ips.matches(this.#ip)) return this.deny('ip_not_allowed');
     this.#authorized = true;
@@ -238,14 +262,35 @@ class Exchange implements Dispatcher.DispatchHandler {
       if (this.#token !== null) this.#unauthorized('ip_backoff');
       return;
     }
-    this.refuse(code);
-    if (code === 'origin_not_allowed' || code === 'ip_not_allowed') this.#unauthorized(code);
+    if (code === 'origin_not_allowed') {
+      const headers = this.req.headers;
+      const none = headers.origin === undefined && headers.referer === undefined;
+      this.refuse(code, null, none ? NO_ORIGIN_MESSAGE : undefined);
+      this.#unauthorized(code);
+    } else if (code === 'provider_mismatch') {
+      const entry = this.#token as TokenEntry;
+      const pathProvider = (this.upstream as Upstream).id;
+      this.refuse(code, null, providerMismatchMessage(entry.token.provider, pathProvider));
+      // A mismatch from an allowed origin is most likely the owner's own bug: logged and counted,
+      // but only an alert when the origin is not allowed either (DESIGN §6).
+      this.#unauthorized(code, !entry.origins.matches(this.#origin));
+    } else {
+      this.refuse(code);
+      if (code === 'ip_not_allowed') this.#unauthorized(code);
+    }
   }
 
   #admitted(admission: Admission | null): void {
     if (this.#clientGone) return;
     if (admission !== null) {
-      if (admission.refuse !== null) return this.refuse(admission.refuse, admission.headers);
+      if (admission.refuse !== null) {
+        const quota = admission.quota;
+        return this.refuse(
+          admission.refuse,
+          admission.headers,
+          quota === undefined ? undefined : quotaExceededMessage(quota.limit, quota.resetsAt),
+        );
+      }
       this.#limitHeaders = admission.headers;
     }
     const entry = this.#token as TokenEntry;
@@ -263,11 +308,11 @@ class Exchange implements Dispatcher.DispatchHandler {
       origin: this.#origin ?? null,
       ip: this.#ip,
       country: this.#countryOf(),
-      path: this.path,
+      path: recordPath(this.path),
     };
   }
 
-  #unauthorized(reason: UnauthorizedReason): void {
+  #unauthorized(reason: UnauthorizedReason, alert?: boolean): void {
     const token = (this.#token as TokenEntry).token;
     try {
       this.#ctx.deps.onUnauthorized({
@@ -278,8 +323,9 @@ class Exchange implements Dispatcher.DispatchHandler {
         origin: this.#origin ?? null,
         ip: this.#ip,
         country: this.#countryOf(),
-        path: this.path,
+        path: recordPath(this.path),
         reason,
+        ...(alert === undefined ? {} : { alert }),
       });
     } catch (err) {
       this.#ctx.deps.logger?.error({ err: errorSummary(err) }, 'unauthorized-attempt handler failed');
@@ -302,7 +348,9 @@ class Exchange implements Dispatcher.DispatchHandler {
     // Header values are strings, and JS strings cannot be wiped: this copy lives until the GC takes
     // it. The Buffer, which is what the vault hands out, is zeroed as soon as the request is over.
     this.#keyText = key.toString('latin1');
-    this.#redactor = new StreamRedactor(key);
+    const patterns = new KeyPatterns(key);
+    this.#patterns = patterns;
+    this.#redactor = new StreamRedactor(patterns.patterns);
     const req = this.req;
     const headers = upstreamHeaders(
       req.rawHeaders,
@@ -344,37 +392,17 @@ class Exchange implements Dispatcher.DispatchHandler {
       return;
     }
     const hasBody = responseHasBody(this.req.method ?? 'GET', status);
-    const key = this.#keyText;
-    const origin = this.#originHeader;
-    const out: string[] = [];
-    let vary = false;
-    let streaming = true;
-    for (const name in upstreamHeaders) {
-      const value = upstreamHeaders[name];
-      if (value === undefined) continue;
-      if (name === 'content-length') streaming = false;
-      if (dropResponseHeader(name, hasBody)) continue;
-      if (typeof value === 'string') {
-        if (name === 'vary' && origin !== undefined) {
-          vary = true;
-          out.push(name, `${redactText(value, key)}, Origin`);
-        } else {
-          out.push(name, redactText(value, key));
-        }
-      } else {
-        for (const item of value) out.push(name, redactText(item, key));
-      }
-    }
-    out.push('x-tokenproxy-request-id', this.requestId);
-    const limitHeaders = this.#limitHeaders;
-    if (limitHeaders !== null) for (const item of limitHeaders) out.push(item);
-    if (origin !== undefined) {
-      out.push('access-control-allow-origin', origin, 'access-control-expose-headers', EXPOSE_HEADERS);
-      if (!vary) out.push('vary', 'Origin');
-    }
+    const out = relayedHeaders(
+      upstreamHeaders,
+      hasBody,
+      (this.#patterns as KeyPatterns).texts,
+      this.#originHeader,
+      this.requestId,
+      this.#limitHeaders,
+    );
     res.writeHead(status, out);
     // A stream's first bytes may be a while coming: let the client see the status now.
-    if (streaming && hasBody) res.flushHeaders();
+    if (hasBody && upstreamHeaders['content-length'] === undefined) res.flushHeaders();
     this.#addedMs += performance.now() - arrived;
   }
 
@@ -404,17 +432,21 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.#upstreamFinished();
     const res = this.res;
     if (this.#clientGone || res.destroyed) return;
+    const code = upstreamErrorCode(err);
+    if (code === 'internal_error') {
+      this.#ctx.deps.logger?.error({ err: errorSummary(err) }, 'upstream request failed');
+    } else if (this.#ctx.deps.logger !== undefined) {
+      const provider = (this.upstream as Upstream).id;
+      logUpstreamFailure(this.#ctx.deps.logger, err, this.requestId, provider, code, res.headersSent);
+    }
     if (res.headersSent) {
       // The provider broke off mid-answer: end the client's response as broken too, never hang it.
       res.destroy();
       return;
     }
     const failedAt = performance.now();
-    const code = upstreamErrorCode(err);
-    if (code === 'internal_error') {
-      this.#ctx.deps.logger?.error({ err: errorSummary(err) }, 'upstream request failed');
-    }
     writeProxyError(res, code, this.requestId, this.#originHeader);
+    this.#errorCode = code;
     this.#addedMs += performance.now() - failedAt;
   }
 
@@ -442,6 +474,10 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (this.#key !== null) {
       this.#key.fill(0);
       this.#key = null;
+    }
+    if (this.#patterns !== null) {
+      this.#patterns.wipe();
+      this.#patterns = null;
     }
   }
 
@@ -473,23 +509,16 @@ class Exchange implements Dispatcher.DispatchHandler {
         ip: this.#ip,
         country: this.#countryOf(),
         pop: deps.config.pop,
-        path: this.path,
+        path: recordPath(this.path),
         status,
         authorized: this.#authorized,
         latencyMs: Math.round(this.#addedMs),
         forwarded: this.#forwarded,
+        errorCode: this.#errorCode,
       });
       deps.metrics.observe(provider ?? 'unknown', status, this.#addedMs, this.#upstreamMs);
     } catch (err) {
       deps.logger?.error({ err: errorSummary(err) }, 'request log or metrics failed');
     }
   }
-}
-
-/** undici's error codes → our answer. Connect failures and early closes are 502, a silent provider 504. */
-function upstreamErrorCode(err: Error): ProxyErrorCode {
-  const code = (err as { code?: unknown }).code;
-  if (code === 'UND_ERR_HEADERS_TIMEOUT') return 'upstream_timeout';
-  if (code === 'UND_ERR_INVALID_ARG' || code === 'UND_ERR_NOT_SUPPORTED') return 'internal_error';
-  return 'upstream_unreachable';
 }

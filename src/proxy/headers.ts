@@ -1,3 +1,6 @@
+import { EXPOSE_HEADERS } from './cors.js';
+import { redactText } from './redact.js';
+
 /**
  * Header rules of the key swap (DESIGN §4 steps 6-9) and of the way back. Name sets are built once;
  * a request costs one pass over its raw headers.
@@ -29,8 +32,10 @@ const CREDENTIALS = [
 
 /**
  * Where the request came from, which the provider has no business knowing and which could steer a
- * naive upstream (`host`, `x-forwarded-host`). `expect` is handled by our listener (100-continue) and
- * undici refuses to forward it. `accept-encoding` is replaced (see ACCEPT_ENCODING).
+ * naive upstream (`host`, `x-forwarded-host`; `x-original-url` and `x-rewrite-url`, which IIS and
+ * some frameworks take as the real path, bypassing our path checks). `expect` is handled by our
+ * listener (100-continue) and undici refuses to forward it. `accept-encoding` is replaced (see
+ * ACCEPT_ENCODING).
  */
 const ORIGIN_AND_ROUTING = [
   'origin',
@@ -40,6 +45,8 @@ const ORIGIN_AND_ROUTING = [
   'x-real-ip',
   'expect',
   'accept-encoding',
+  'x-original-url',
+  'x-rewrite-url',
 ];
 
 const DROP_REQUEST = new Set<string>([...HOP_BY_HOP, ...CREDENTIALS, ...ORIGIN_AND_ROUTING]);
@@ -109,6 +116,45 @@ const DROP_RESPONSE = new Set<string>([
 export function dropResponseHeader(lowerName: string, hasBody: boolean): boolean {
   if (lowerName === 'content-length') return hasBody;
   return DROP_RESPONSE.has(lowerName) || lowerName.startsWith('proxy-');
+}
+
+/**
+ * The provider's response headers as relayed (flat `[name, value, …]`): without DROP_RESPONSE, with
+ * every secret form redacted, `Vary` extended by `Origin`, then our request id, the token's
+ * `RateLimit-*` headers and, for a caller that sent an Origin, our CORS headers.
+ */
+export function relayedHeaders(
+  upstream: Record<string, string | string[] | undefined>,
+  hasBody: boolean,
+  secrets: readonly string[],
+  origin: string | undefined,
+  requestId: string,
+  limitHeaders: readonly string[] | null,
+): string[] {
+  const out: string[] = [];
+  let vary = false;
+  for (const name in upstream) {
+    const value = upstream[name];
+    if (value === undefined) continue;
+    if (dropResponseHeader(name, hasBody)) continue;
+    if (typeof value === 'string') {
+      if (name === 'vary' && origin !== undefined) {
+        vary = true;
+        out.push(name, `${redactText(value, secrets)}, Origin`);
+      } else {
+        out.push(name, redactText(value, secrets));
+      }
+    } else {
+      for (const item of value) out.push(name, redactText(item, secrets));
+    }
+  }
+  out.push('x-tokenproxy-request-id', requestId);
+  if (limitHeaders !== null) for (const item of limitHeaders) out.push(item);
+  if (origin !== undefined) {
+    out.push('access-control-allow-origin', origin, 'access-control-expose-headers', EXPOSE_HEADERS);
+    if (!vary) out.push('vary', 'Origin');
+  }
+  return out;
 }
 
 /** The response to this request carries no body whatever its headers say (RFC 9110 §6.4.1). */

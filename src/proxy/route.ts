@@ -1,6 +1,7 @@
 /**
  * The proxy address: `/<provider>/<provider path>?<query>`. Pure string work, no URL parsing: the
- * part after the provider segment is forwarded byte for byte, so nothing in it is interpreted.
+ * part after the provider segment is forwarded byte for byte, so nothing in it is interpreted
+ * (paths with dot segments and the like are refused first: src/proxy/path-guard.ts).
  */
 
 export interface Target {
@@ -33,21 +34,11 @@ export function parseTarget(raw: string): Target | undefined {
   }
   if (end === 1) return undefined;
   const query = target.indexOf('?', end);
-  // A `.` or `..` segment could climb out of a provider's base path on its host (a custom provider at
-  // https://gw.example/openai); SDKs and browsers never send one, so it is refused outright.
-  if (hasDotSegment(query === -1 ? target : target.slice(0, query))) return undefined;
   return {
     providerId: target.slice(1, end),
     path: query === -1 ? target : target.slice(0, query),
     suffix: target.slice(end),
   };
-}
-
-const DOT_SEGMENT = /(?:^|\/)(?:\.|%2e){1,2}(?:\/|$)/i;
-
-/** True when a path has a `.` or `..` segment, literal or percent-encoded. */
-export function hasDotSegment(path: string): boolean {
-  return path.includes('.') || path.includes('%') ? DOT_SEGMENT.test(path) : false;
 }
 
 /** Provider base path (no trailing slash) + suffix, always starting with `/`. */

@@ -1,6 +1,6 @@
 import type { RequestLogRepo, TokenRepo, TokenUsage } from '../store/store.js';
 import { createBatcher, createStoreBatcher, type Batcher, type BatchingOptions } from './batcher.js';
-import { requestLogJson, toRequestLogEntry } from './json.js';
+import { requestLogJson, requestLogLine, toRequestLogEntry } from './json.js';
 import type { RequestLogRecord, RequestLogSink } from './record.js';
 
 export interface RequestLogWriterOptions extends BatchingOptions {
@@ -60,8 +60,8 @@ export function createRequestLogWriter(options: RequestLogWriterOptions): Reques
 }
 
 /**
- * `--log-requests`: prints each record as one JSON line (spec §2.5 names plus `request_id`) in
- * batches, off the request's path. Lines that cannot be written are counted in one warning.
+ * `--log-requests`: prints each record as one JSON line (spec §2.5 names plus `request_id` and
+ * `error_code`, in the shape of every other log line) in batches, off the request's path. Lines that cannot be written are counted in one warning.
  */
 export function createRequestLinePrinter(
   stdout: (line: string) => void,
@@ -76,7 +76,7 @@ export function createRequestLinePrinter(
       let failed = 0;
       for (const record of batch) {
         try {
-          stdout(`${JSON.stringify(requestLogJson(toRequestLogEntry(record)))}\n`);
+          stdout(requestLogLine(requestLogJson(toRequestLogEntry(record)), new Date().toISOString()));
         } catch {
           failed += 1;
         }

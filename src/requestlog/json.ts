@@ -17,6 +17,7 @@ export interface RequestLogJson {
   status: number;
   authorized: boolean;
   latency_ms: number;
+  error_code: string | null;
 }
 
 export function requestLogJson(entry: RequestLogEntry): RequestLogJson {
@@ -32,6 +33,7 @@ export function requestLogJson(entry: RequestLogEntry): RequestLogJson {
     status: entry.status,
     authorized: entry.authorized,
     latency_ms: entry.latencyMs,
+    error_code: entry.errorCode,
   };
 }
 
@@ -52,5 +54,17 @@ export function toRequestLogEntry(record: RequestLogRecord): RequestLogEntry {
     authorized: record.authorized,
     // The column is an integer (spec §2.5); the proxy may measure fractions.
     latencyMs: Math.round(record.latencyMs),
+    errorCode: record.errorCode,
   };
+}
+
+/** The message of `--log-requests` lines. */
+export const REQUEST_LOG_MSG = 'request';
+
+/**
+ * A `--log-requests` line: shaped like every other log line (src/observability/logger.ts: `level`,
+ * `time`, `service`, then the fields, then `msg`) so one log pipeline reads both.
+ */
+export function requestLogLine(item: RequestLogJson, time: string): string {
+  return `${JSON.stringify({ level: 'info', time, service: 'tokenproxy', ...item, msg: REQUEST_LOG_MSG })}\n`;
 }

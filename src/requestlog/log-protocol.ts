@@ -39,7 +39,7 @@ export type FromLogThread =
 export type PackedValue = string | number | boolean | null;
 
 /** Values per packed request record. */
-export const REQUEST_WIDTH = 14;
+export const REQUEST_WIDTH = 15;
 
 /**
  * Appends a record's fields to `out` in a fixed order. A flat array of primitives clones several
@@ -62,6 +62,7 @@ export function packRequest(out: PackedValue[], r: RequestLogRecord): void {
     r.authorized,
     r.latencyMs,
     r.forwarded,
+    r.errorCode,
   );
 }
 
@@ -84,6 +85,7 @@ export function unpackRequests(packed: readonly PackedValue[]): RequestLogRecord
       authorized: packed[i + 11] as boolean,
       latencyMs: packed[i + 12] as number,
       forwarded: packed[i + 13] as boolean,
+      errorCode: packed[i + 14] as string | null,
     });
   }
   return records;

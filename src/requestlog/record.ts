@@ -25,6 +25,11 @@ export interface RequestLogRecord {
   readonly latencyMs: number;
   /** The request reached the provider: counts toward request_count, last_used_at and usage. */
   readonly forwarded: boolean;
+  /**
+   * The proxy's own error code when the proxy answered (src/errors/codes.ts); null when the provider
+   * answered, its own errors included, and when the client left before any answer.
+   */
+  readonly errorCode: string | null;
 }
 
 /** Where the proxy hands records. `write` enqueues and returns at once; it never throws. */
@@ -34,4 +39,31 @@ export interface RequestLogSink {
   flush(): Promise<void>;
   /** Flushes and stops the background writer. */
   close(): Promise<void>;
+}
+
+/** Most bytes (UTF-8) of a path a record keeps (docs/api.md): a 16 KiB path must not burden the log. */
+export const MAX_RECORD_PATH_BYTES = 2048;
+/** Ends a path that was cut to MAX_RECORD_PATH_BYTES. */
+export const PATH_CUT_MARK = '…[cut]';
+const MARK_BYTES = Buffer.byteLength(PATH_CUT_MARK);
+
+/**
+ * The path as a record stores it: unchanged when it fits, else its start and PATH_CUT_MARK, in at most
+ * MAX_RECORD_PATH_BYTES bytes. Cut between characters, never inside one.
+ */
+export function recordPath(path: string): string {
+  // Each UTF-16 unit is at most 3 UTF-8 bytes: most paths are decided without counting.
+  if (path.length * 3 <= MAX_RECORD_PATH_BYTES) return path;
+  if (Buffer.byteLength(path) <= MAX_RECORD_PATH_BYTES) return path;
+  const room = MAX_RECORD_PATH_BYTES - MARK_BYTES;
+  let bytes = 0;
+  let end = 0;
+  while (end < path.length) {
+    const code = path.codePointAt(end) as number;
+    const size = code < 0x80 ? 1 : code < 0x800 ? 2 : code < 0x10000 ? 3 : 4;
+    if (bytes + size > room) break;
+    bytes += size;
+    end += code >= 0x10000 ? 2 : 1;
+  }
+  return path.slice(0, end) + PATH_CUT_MARK;
 }

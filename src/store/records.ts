@@ -100,6 +100,8 @@ export interface RequestLogEntry {
   readonly status: number;
   readonly authorized: boolean;
   readonly latencyMs: number;
+  /** The proxy's error code, null when the request was forwarded (or the client left first). */
+  readonly errorCode: string | null;
 }
 
 /** An anomaly-log entry of a known token. `id` is the request id for breaches. */

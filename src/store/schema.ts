@@ -78,6 +78,8 @@ export interface RequestLogsTable {
   /** 0 or 1 in both dialects. */
   authorized: number;
   latency_ms: number;
+  /** Migration 0006; null for rows written before it. */
+  error_code: string | null;
 }
 
 export interface AnomaliesTable {

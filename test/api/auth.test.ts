@@ -195,7 +195,7 @@ for (const fixture of databases) {
         expect(ready.status).toBe(503);
         // The details went to the server log, under the same request id.
         expect(
-          broken.logs.some((line) => line.includes(error.request_id) && line.includes('"level":50')),
+          broken.logs.some((line) => line.includes(error.request_id) && line.includes('"level":"error"')),
         ).toBe(true);
       } finally {
         await broken.close();

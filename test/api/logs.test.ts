@@ -28,7 +28,7 @@ interface AnomalyJson {
   kind: string;
 }
 
-const LOG_FIELDS = [...SPEC_LOG_FIELDS, 'request_id'].sort();
+const LOG_FIELDS = [...SPEC_LOG_FIELDS, 'request_id', 'error_code'].sort();
 
 const ANOMALY_FIELDS = [
   'anomaly_id',
@@ -100,6 +100,7 @@ for (const fixture of databases) {
           status: 403,
           authorized: false,
           origin: null,
+          errorCode: 'origin_not_allowed',
         }),
         logEntry({ ...mine, tokenId: b.token_id, timestamp: ts(3), country: null, latencyMs: 0 }),
         logEntry({ ...mine, tokenId: b.token_id, timestamp: ts(4), status: 403, authorized: false }),
@@ -138,8 +139,14 @@ for (const fixture of databases) {
           status: 200,
           authorized: true,
           latency_ms: 1,
+          error_code: null,
         });
-        expect(page.data.at(-2)).toMatchObject({ status: 403, authorized: false, origin: null });
+        expect(page.data.at(-2)).toMatchObject({
+          status: 403,
+          authorized: false,
+          origin: null,
+          error_code: 'origin_not_allowed',
+        });
       });
 
       it('filters by token_id and authorized', async () => {

@@ -134,6 +134,54 @@ for (const fixture of databases) {
       clock += 2 * 60 * 60_000;
     });
 
+    it('provider_mismatch: logged and counted toward backoff; alerted only from a foreign origin', async () => {
+      const wrongPath = (ip: string, origin?: string) => ({
+        ...from(ip, origin),
+        method: 'POST' as const,
+        body: '{}',
+      });
+      // From the token's own origin: most likely its owner's bug. Logged and counted, no alert.
+      const ip = freshIp();
+      const own = await h.send('/anthropic/v1/messages', wrongPath(ip, APP_ORIGIN));
+      expect(own.status).toBe(400);
+      expect(own.json.error?.code).toBe('provider_mismatch');
+      expect(h.unauthorized.map((a) => a.reason)).toEqual(['provider_mismatch']);
+      expect(h.events).toEqual([]);
+      const again = await h.send('/anthropic/v1/messages', wrongPath(ip, APP_ORIGIN));
+      expect(again.status).toBe(429);
+      expect(again.json.error?.code).toBe('ip_backoff');
+      expect(h.events).toEqual([]);
+
+      // From an origin the token does not allow either: a breach alert.
+      const ip2 = freshIp();
+      const foreign = await h.send('/anthropic/v1/messages', wrongPath(ip2));
+      expect(foreign.status).toBe(400);
+      expect(h.events).toEqual([
+        {
+          accountId: h.accountId,
+          type: 'breach.detected',
+          data: {
+            token_id: tokenId,
+            origin: EVIL_ORIGIN,
+            ip: ip2,
+            country: null,
+            path: '/anthropic/v1/messages',
+            reason: 'provider_mismatch',
+            attempts: 1,
+          },
+        },
+      ]);
+      const logged = (await storedAnomalies(h, h.db.store, tokenId)).filter(
+        (a) => a.ip === ip || a.ip === ip2,
+      );
+      expect(countBy(logged, (a) => `${a.ip === ip ? 'own' : 'foreign'} ${a.reason}`)).toEqual({
+        'own provider_mismatch': 1,
+        'own ip_backoff': 1,
+        'foreign provider_mismatch': 1,
+      });
+      clock += 2 * 60 * 60_000;
+    });
+
     it('ip_not_allowed is a breach too, coalesced per (token, origin, ip)', async () => {
       const { token: pinned } = await h.createToken({ allowedIps: ['203.0.113.7'] });
       const ip = freshIp();

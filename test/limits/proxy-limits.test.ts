@@ -98,6 +98,11 @@ for (const fixture of databases) {
       expect(refused.status).toBe(429);
       expect(refused.json.error?.code).toBe('quota_exceeded');
       expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+      // The message names the limit and the reset date: the first day of next month, UTC.
+      const reset = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)).toISOString();
+      expect(refused.json.error?.message).toBe(
+        `The account's monthly plan quota of 10 requests is used up; it resets on ${reset}.`,
+      );
       const rec = await h.recordOf(refused.headers['x-tokenproxy-request-id']);
       expect(rec).toMatchObject({ status: 429, authorized: true, forwarded: false });
       // Other tokens of the account share the quota; no second threshold event.

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databases } from '../support/databases.js';
 import { APP_ORIGIN, bearer, startProxyHarness, type ProxyHarness, type ProxyResponse } from './harness.js';
+import { startScriptedUpstream, type ScriptedUpstream } from './upstream-fixture.js';
 
 async function closedPort(): Promise<number> {
   const server = createServer();
@@ -20,12 +21,19 @@ for (const fixture of databases) {
     let clockOffset = 0;
     let token: string;
     let tokenId: string;
+    /** Its CA is not given to the proxy: a provider whose certificate is not trusted. */
+    let untrusted: ScriptedUpstream;
+    /** Trusted, and resets the connection on /reset. */
+    let resetting: ScriptedUpstream;
 
     beforeAll(async () => {
       const deadPort = await closedPort();
+      untrusted = await startScriptedUpstream();
+      resetting = await startScriptedUpstream();
       h = await startProxyHarness(fixture, {
         config: { upstreamHeadersTimeoutMs: 400 },
         now: () => Date.now() + clockOffset,
+        extraCaPem: resetting.caCertPem,
         providers: () => [
           {
             id: 'closed',
@@ -33,12 +41,16 @@ for (const fixture of databases) {
             auth: { kind: 'bearer' },
             builtin: false,
           },
+          { id: 'untrusted', baseUrl: untrusted.url, auth: { kind: 'bearer' }, builtin: false },
+          { id: 'resetting', baseUrl: resetting.url, auth: { kind: 'bearer' }, builtin: false },
         ],
       });
       ({ token, tokenId } = await h.createToken({ realKey: 'sk-errors-test-key-000000000000000' }));
     });
     afterAll(async () => {
       await h?.close();
+      await untrusted?.close();
+      await resetting?.close();
     });
 
     /** The proxy's own error: status, code, body shape, request id, and its one log record. */
@@ -52,12 +64,21 @@ for (const fixture of databases) {
       expect(res.headers['content-type']).toBe('application/json');
       const id = res.headers['x-tokenproxy-request-id'];
       expect(id).toMatch(/^req_[1-9A-HJ-NP-Za-km-z]{22}$/);
+      // The Anthropic SDKs read `request-id`, the OpenAI SDKs `x-request-id`.
+      expect(res.headers['request-id']).toBe(id);
+      expect(res.headers['x-request-id']).toBe(id);
       expect(res.json).toEqual({
+        type: 'error',
         error: { type: 'tokenproxy_error', code, message: expect.any(String) as string, request_id: id },
       });
       expect(res.text).not.toContain('    at ');
       const logged = await h.recordOf(id);
-      expect(logged).toMatchObject({ status, authorized: record.authorized, tokenId: record.tokenId });
+      expect(logged).toMatchObject({
+        status,
+        authorized: record.authorized,
+        tokenId: record.tokenId,
+        errorCode: code,
+      });
       expect(logged.forwarded).toBe(record.forwarded ?? false);
       await new Promise((resolve) => setTimeout(resolve, 20));
       expect(h.records.filter((r) => r.requestId === id)).toHaveLength(1);
@@ -114,6 +135,9 @@ for (const fixture of databases) {
         body: '{}',
       });
       await expectProxyError(res, 400, 'provider_mismatch', { authorized: false, tokenId });
+      expect(res.json.error?.message).toBe(
+        'This token is for provider "openai"; use /openai/… instead of /anthropic/….',
+      );
     });
 
     it('403 origin_not_allowed: missing, null, other, suffix and substring tricks; breach reported', async () => {
@@ -145,6 +169,16 @@ for (const fixture of databases) {
       expect(
         h.mock.received.filter((r) => r.path === '/v1/models' && r.headers.origin !== undefined),
       ).toEqual([]);
+    });
+
+    it('origin_not_allowed without any Origin or Referer says so, and how to fix it', async () => {
+      const none = await h.send('/openai/v1/models', { headers: { authorization: `Bearer ${token}` } });
+      expect(none.json.error?.message).toBe(
+        'This token may not be used from this origin: the request has no Origin or Referer header. ' +
+          'Browsers send one; a server-side caller must send an Origin header with an allowed origin.',
+      );
+      const other = await h.send('/openai/v1/models', { headers: bearer(token, 'https://evil.example') });
+      expect(other.json.error?.message).toBe('This token may not be used from this origin.');
     });
 
     it('a Referer from an allowed origin authorizes when Origin is absent', async () => {
@@ -196,6 +230,76 @@ for (const fixture of databases) {
       expect(withOrigin.headers['access-control-expose-headers']).toContain('x-tokenproxy-request-id');
       const without = await h.send('/openai/v1/models');
       expect(without.headers['access-control-allow-origin']).toBeUndefined();
+    });
+
+    /** The pino lines that name this request id, parsed. */
+    function linesOf(requestId: unknown): Record<string, unknown>[] {
+      return h.logLines
+        .map((line) => JSON.parse(line) as Record<string, unknown>)
+        .filter((line) => line.request_id === requestId);
+    }
+
+    it.each([
+      ['closed', '/closed/v1/models', 502, 'upstream_unreachable', 'connect_refused'],
+      ['untrusted', '/untrusted/v1/models', 502, 'upstream_unreachable', 'certificate_untrusted'],
+      ['openai', '/openai/slow?ms=3000', 504, 'upstream_timeout', 'timeout'],
+      ['resetting', '/resetting/reset', 502, 'upstream_unreachable', 'reset'],
+    ])(
+      'a failed upstream request (%s) writes one warn line with its cause and request id',
+      async (provider, path, status, code, cause) => {
+        const realKey = `sk-upstream-failure-${provider}-0000000000`;
+        const t = await h.createToken({ provider, realKey });
+        const res = await h.send(path, {
+          headers: { ...bearer(t.token), 'x-secret-marker': 'hdr-marker-123' },
+        });
+        expect(res.status).toBe(status);
+        expect(res.json.error?.code).toBe(code);
+        const id = res.headers['x-tokenproxy-request-id'];
+        await h.recordOf(id);
+        const lines = linesOf(id);
+        expect(lines).toHaveLength(1);
+        expect(lines[0]).toEqual({
+          level: 'warn',
+          time: expect.any(String) as string,
+          service: 'tokenproxy',
+          request_id: id,
+          provider,
+          cause,
+          error_code: expect.any(String) as string,
+          status,
+          msg: 'upstream request failed',
+        });
+        const all = h.logLines.join('\n');
+        for (const secret of [realKey, t.token, 'hdr-marker-123']) expect(all).not.toContain(secret);
+      },
+    );
+
+    it('a provider that breaks off mid-answer: the client response breaks too, and one warn line', async () => {
+      const res = await h.send('/openai/reset-mid-stream', { headers: bearer(token) }).then(
+        () => null,
+        (err: unknown) => err,
+      );
+      expect(res).toBeInstanceOf(Error);
+      const rec = await h.waitForRecord((r) => r.path === '/openai/reset-mid-stream');
+      expect(rec).toMatchObject({ status: 200, forwarded: true, errorCode: null });
+      const lines = linesOf(rec.requestId);
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatchObject({
+        level: 'warn',
+        provider: 'openai',
+        cause: 'reset',
+        during: 'response_body',
+        msg: 'upstream request failed',
+      });
+    });
+
+    it("the provider's own error answer is forwarded unchanged and recorded with error_code null", async () => {
+      const res = await h.send('/openai/status/429', { headers: bearer(token) });
+      expect(res.status).toBe(429);
+      expect(res.json.type).toBeUndefined();
+      const rec = await h.recordOf(res.headers['x-tokenproxy-request-id']);
+      expect(rec).toMatchObject({ status: 429, forwarded: true, errorCode: null });
+      expect(linesOf(res.headers['x-tokenproxy-request-id'])).toEqual([]);
     });
   });
 }

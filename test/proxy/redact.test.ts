@@ -88,3 +88,25 @@ describe('redactText', () => {
     expect(redactText(value, KEY)).toBe(expected);
   });
 });
+
+describe('StreamRedactor with several secrets', () => {
+  const secrets = ['abcdef', 'xyz123', 'abcdefgh'].map((s) => Buffer.from(s));
+  const table: [string, string[], string][] = [
+    ['each secret', ['1 abcdef 2 xyz123 3'], '1 [REDACTED] 2 [REDACTED] 3'],
+    ['the longer of two at the same place', ['<abcdefgh>'], '<[REDACTED]>'],
+    ['split across chunks', ['xy', 'z1', '23 abcde', 'fgh!'], '[REDACTED] [REDACTED]!'],
+    ['a held prefix of one that becomes another', ['abc', 'def.'], '[REDACTED].'],
+    ['nothing', ['plain ', 'text'], 'plain text'],
+  ];
+  for (const [name, chunks, expected] of table) {
+    it(name, () => {
+      const r = new StreamRedactor(secrets.slice().sort((a, b) => b.length - a.length));
+      const out = chunks.map((c) => r.write(Buffer.from(c)).toString()).join('') + r.flush().toString();
+      expect(out).toBe(expected);
+    });
+  }
+
+  it('redactText replaces each secret, longest first', () => {
+    expect(redactText('abcdefgh xyz123', ['abcdefgh', 'abcdef', 'xyz123'])).toBe('[REDACTED] [REDACTED]');
+  });
+});

@@ -5,7 +5,8 @@ import { createTestCa } from '../support/test-ca.js';
 
 /**
  * A second, scriptable HTTPS upstream for what the shared mock cannot do: echo the real key split
- * across timed chunks, and report when a hanging request's connection is closed by the proxy.
+ * across timed chunks, reset the connection before answering (`/reset`), and report when a hanging
+ * request's connection is closed by the proxy. Its CA is its own: trusted only when a test adds it.
  */
 export interface ScriptedUpstream {
   readonly url: string;
@@ -37,6 +38,13 @@ export async function startScriptedUpstream(): Promise<ScriptedUpstream> {
       setTimeout(() => {
         res.end(`${key.slice(at)} last\n\n`);
       }, 150);
+      return;
+    }
+    if (path.startsWith('/reset')) {
+      // A TCP reset before any answer: the RST goes out on the raw socket under the TLS one.
+      const raw = [...sockets].find((s) => s.remotePort === req.socket.remotePort);
+      if (raw) raw.resetAndDestroy();
+      else req.socket.destroy();
       return;
     }
     if (path.startsWith('/hang')) {

@@ -77,6 +77,7 @@ for (const fixture of databases) {
           status: 403,
           authorized: false,
           timestamp: '2026-03-10T12:00:00.004Z',
+          errorCode: 'origin_not_allowed',
         }),
         record({ ...mine, forwarded: true, status: 502, timestamp: '2026-03-10T12:00:00.002Z' }),
         record({ status: 401, authorized: false }),
@@ -114,6 +115,7 @@ for (const fixture of databases) {
         status: 403,
         authorized: false,
         latencyMs: 1,
+        errorCode: 'origin_not_allowed',
       });
       await writer.close();
     });
@@ -172,7 +174,7 @@ for (const fixture of databases) {
       await writer.flush();
       await writer.close();
       expect(await stored(token.accountId)).toEqual([before.requestId]);
-      expect(log.entries().filter((line) => line.level === 40)).toHaveLength(1);
+      expect(log.entries().filter((line) => line.level === 'warn')).toHaveLength(1);
     });
 
     it('drops the oldest records beyond the queue bound, and says so', async () => {
@@ -205,7 +207,7 @@ for (const fixture of databases) {
       expect(text).toMatch(/^tokenproxy_log_dropped_total\{queue="request_log"\} 3$/m);
       expect(text).toMatch(/^tokenproxy_log_queue_depth\{queue="request_log"\} 0$/m);
       const warning = log.entries().find((line) => line.dropped === 3);
-      expect(warning).toMatchObject({ level: 40, queue: 'request_log' });
+      expect(warning).toMatchObject({ level: 'warn', queue: 'request_log' });
       await writer.close();
     });
 
@@ -246,7 +248,7 @@ for (const fixture of databases) {
         /^tokenproxy_log_store_failures_total\{queue="request_log"\} [4-9]\d*$/m,
       );
 
-      const warnings = log.entries().filter((line) => line.level === 40);
+      const warnings = log.entries().filter((line) => line.level === 'warn');
       expect(warnings.length).toBeGreaterThan(0);
       expect(warnings[0]).toMatchObject({ queue: 'request_log', records: 3 });
       // Counts only: no record contents in the server log.
@@ -271,7 +273,9 @@ for (const fixture of databases) {
       // 5, 10, 20, 40, 80, 160 ms: about 6 attempts in 300 ms, not one per write or per interval.
       expect(probe.calls.insertMany.length).toBeGreaterThanOrEqual(3);
       expect(probe.calls.insertMany.length).toBeLessThanOrEqual(8);
-      expect(log.entries().filter((line) => line.level === 40).length).toBe(probe.calls.insertMany.length);
+      expect(log.entries().filter((line) => line.level === 'warn').length).toBe(
+        probe.calls.insertMany.length,
+      );
       probe.failWith(undefined);
       await writer.close();
       expect(writer.size).toBe(0);
@@ -316,7 +320,7 @@ for (const fixture of databases) {
       writer.write(poison);
       await writer.flush();
       expect(probe.calls.insertMany).toEqual([1, 1, 1]);
-      expect(log.entries().find((line) => line.level === 50)).toMatchObject({ records: 1, attempts: 3 });
+      expect(log.entries().find((line) => line.level === 'error')).toMatchObject({ records: 1, attempts: 3 });
       const next = record({ accountId: token.accountId, tokenId: token.id });
       writer.write(next);
       await writer.flush();
@@ -338,13 +342,13 @@ for (const fixture of databases) {
       writer.write(record({ accountId: token.accountId, tokenId: token.id }));
       writer.write(record({ accountId: token.accountId, tokenId: token.id }));
       await writer.close();
-      expect(log.entries().find((line) => line.level === 50)).toMatchObject({
+      expect(log.entries().find((line) => line.level === 'error')).toMatchObject({
         queue: 'request_log',
         records: 2,
       });
     });
 
-    it('prints each record as one JSON line with the specification field names (--log-requests)', async () => {
+    it('prints each record as one log line: level, time, service, the record fields, msg (--log-requests)', async () => {
       const token = await tokenOf();
       const probe = instrumented(store);
       let down = true;
@@ -358,7 +362,7 @@ for (const fixture of databases) {
       });
       const records = [
         record({ accountId: token.accountId, tokenId: token.id, forwarded: true, latencyMs: 0.6 }),
-        record({ status: 401, authorized: false, origin: null, country: null }),
+        record({ status: 401, authorized: false, origin: null, country: null, errorCode: 'invalid_token' }),
       ];
       for (const r of records) writer.write(r);
       // Lines do not wait for the database.
@@ -367,10 +371,25 @@ for (const fixture of databases) {
       await writer.flush();
       expect(printed.every((line) => line.endsWith('\n') && !line.slice(0, -1).includes('\n'))).toBe(true);
       const parsed = printed.map((line) => JSON.parse(line) as Record<string, unknown>);
-      for (const line of parsed)
-        expect(Object.keys(line).sort()).toEqual([...SPEC_LOG_FIELDS, 'request_id'].sort());
+      // The shape of every other log line: a capture of the server's own logger shows the same keys.
+      const other = capture();
+      other.logger.info({ request_id: 'x' }, 'request');
+      const reference = other.entries()[0] as Record<string, unknown>;
+      for (const line of parsed) {
+        expect(Object.keys(line).slice(0, 3)).toEqual(Object.keys(reference).slice(0, 3));
+        expect(Object.keys(line).at(-1)).toBe('msg');
+        expect(Object.keys(line).sort()).toEqual(
+          [...SPEC_LOG_FIELDS, 'request_id', 'error_code', 'level', 'time', 'service', 'msg'].sort(),
+        );
+        expect(Date.parse(line.time as string)).not.toBeNaN();
+      }
       expect(parsed).toEqual([
         {
+          level: 'info',
+          time: expect.any(String) as string,
+          service: 'tokenproxy',
+          msg: 'request',
+          error_code: null,
           request_id: records[0]?.requestId,
           timestamp: '2026-03-10T12:00:00.000Z',
           token_id: token.id,
@@ -395,6 +414,11 @@ for (const fixture of databases) {
           status: 401,
           authorized: false,
           latency_ms: 1,
+          level: 'info',
+          time: expect.any(String) as string,
+          service: 'tokenproxy',
+          msg: 'request',
+          error_code: 'invalid_token',
         },
       ]);
       expect(printed).toHaveLength(2);

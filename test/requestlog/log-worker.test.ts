@@ -15,7 +15,13 @@ describe('packed request records', () => {
   it('unpack to the records that were packed, nulls and booleans included, in order', () => {
     const records = [
       record({ accountId: null, tokenId: null, provider: null, origin: null, country: null }),
-      record({ status: 403, authorized: false, forwarded: false, latencyMs: 0 }),
+      record({
+        status: 403,
+        authorized: false,
+        forwarded: false,
+        latencyMs: 0,
+        errorCode: 'origin_not_allowed',
+      }),
       record({ status: 200, authorized: true, forwarded: true, country: 'BR', origin: 'https://a.example' }),
     ];
     const packed: PackedValue[] = [];
@@ -47,7 +53,12 @@ for (const fixture of databases) {
         logger: createLogger('silent'),
       });
       const records = Array.from({ length: 1200 }, (_, i) =>
-        record({ accountId: account.id, tokenId: token.id, forwarded: i % 2 === 0 }),
+        record({
+          accountId: account.id,
+          tokenId: token.id,
+          forwarded: i % 2 === 0,
+          errorCode: i % 2 === 0 ? null : 'rate_limited',
+        }),
       );
       for (const r of records) worker.requestLog.write(r);
       const anomaly = anomalyEntry(account.id, token.id, { kind: 'rate_spike', details: { rate: 12.5 } });
@@ -73,6 +84,9 @@ for (const fixture of databases) {
         timestampPosition,
       );
       expect(stored.map((e) => e.id).sort()).toEqual(records.map((r) => r.requestId).sort());
+      // error_code crosses the thread and reaches the store.
+      const codeOf = new Map(stored.map((e) => [e.id, e.errorCode]));
+      expect(records.every((r) => codeOf.get(r.requestId) === r.errorCode)).toBe(true);
       expect(await store.tokens.get(account.id, token.id)).toMatchObject({ requestCount: 600 });
       const anomalies = (await store.anomalies.list(account.id, {}, { limit: 10 })).items;
       expect(anomalies.map((a) => [a.kind, a.details])).toEqual(
@@ -140,11 +154,11 @@ describe('log worker against a database that is down', () => {
     worker.requestLog.write(record({}));
     const deadline = Date.now() + 10_000;
     while (
-      !entries().some((e) => e.level === 40 && String(e.msg).includes('request_log')) &&
+      !entries().some((e) => e.level === 'warn' && String(e.msg).includes('request_log')) &&
       Date.now() < deadline
     )
       await new Promise((resolve) => setTimeout(resolve, 50));
-    const warning = entries().find((e) => e.level === 40 && String(e.msg).includes('request_log'));
+    const warning = entries().find((e) => e.level === 'warn' && String(e.msg).includes('request_log'));
     expect(warning).toBeDefined();
     expect(warning?.service).toBe('tokenproxy');
     const text = await metrics.registry.metrics();
@@ -183,7 +197,7 @@ describe('log worker that dies', () => {
         await new Promise((resolve) => setTimeout(resolve, 5));
       }
       expect(restarted()).toBe(true);
-      expect(entries().some((e) => e.level === 50 && e.msg === 'log worker failed')).toBe(true);
+      expect(entries().some((e) => e.level === 'error' && e.msg === 'log worker failed')).toBe(true);
       expect(await metrics.registry.metrics()).toMatch(
         /tokenproxy_log_dropped_total\{queue="request_log"\} [1-9]/,
       );

@@ -109,9 +109,9 @@ describe('the real binary end to end: a proxied request is forwarded, logged, co
       logs = (await api('GET', `/v1/logs?token_id=${tokenId}`)).body.data as Record<string, unknown>[];
       if (logs.length < 2) await new Promise((r) => setTimeout(r, 100));
     }
-    expect(logs.map((r) => [r.request_id, r.status, r.authorized])).toEqual([
-      [refused.requestId, 403, false],
-      [ok.requestId, 200, true],
+    expect(logs.map((r) => [r.request_id, r.status, r.authorized, r.error_code])).toEqual([
+      [refused.requestId, 403, false, 'origin_not_allowed'],
+      [ok.requestId, 200, true, null],
     ]);
     expect(logs[1]).toMatchObject({
       origin: 'https://app.example.com',
@@ -143,7 +143,10 @@ describe('the real binary end to end: a proxied request is forwarded, logged, co
       .filter((l) => l.includes('"latency_ms"'))
       .map((l) => JSON.parse(l) as Record<string, unknown>);
     const line = lines.find((l) => l.request_id === ok.requestId);
-    expect(Object.keys(line ?? {}).sort()).toEqual([...SPEC_LOG_FIELDS, 'request_id'].sort());
+    expect(Object.keys(line ?? {}).sort()).toEqual(
+      [...SPEC_LOG_FIELDS, 'request_id', 'error_code', 'level', 'time', 'service', 'msg'].sort(),
+    );
+    expect(line).toMatchObject({ level: 'info', service: 'tokenproxy', msg: 'request', error_code: null });
   });
 
   it('serves Prometheus metrics with provider and status labels only', async () => {

@@ -178,6 +178,7 @@ export function requestLogEntry(overrides: Partial<RequestLogEntry> = {}): Reque
     status: 200,
     authorized: true,
     latencyMs: 1,
+    errorCode: null,
     ...overrides,
   };
 }

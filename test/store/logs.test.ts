@@ -49,6 +49,7 @@ for (const fixture of databases) {
           status: 403,
           authorized: false,
           latencyMs: 0,
+          errorCode: 'origin_not_allowed',
         });
         const forwarded = logEntry({ accountId: account.id, tokenId: token.id, timestamp: at(2) });
         await store.requestLogs.insertMany([refused, forwarded]);

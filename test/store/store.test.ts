@@ -430,6 +430,7 @@ for (const fixture of databases) {
           '0003_events',
           '0004_idempotency',
           '0005_token_expiry_index',
+          '0006_request_log_error_code',
         ]);
         expect(await first.migrateToLatest()).toEqual([]);
         await first.close();

@@ -120,6 +120,8 @@ export interface RequestLog {
   readonly status: number;
   readonly authorized: boolean;
   readonly latencyMs: number;
+  /** The proxy's own error code when it refused or failed the request; null when it was forwarded. */
+  readonly errorCode: string | null;
 }
 
 export interface ListParams {

@@ -94,6 +94,27 @@ class RetryTest(unittest.TestCase):
         self.assertEqual(fake.calls[0]["headers"]["Idempotency-Key"], "my-key")
         self.assertEqual(fake.calls[0]["url"], "https://tp.example/v1/keys/key_1/rotate")
 
+    def test_request_log_error_code(self) -> None:
+        item = {
+            "request_id": "req_1",
+            "timestamp": "2026-11-23T04:10:00.123Z",
+            "token_id": "t1",
+            "origin": None,
+            "ip": "203.0.113.7",
+            "country": None,
+            "pop": "fra1",
+            "path": "/openai/v1/models",
+            "status": 403,
+            "authorized": False,
+            "latency_ms": 0,
+        }
+        page = {"object": "list", "data": [dict(item, error_code="origin_not_allowed"), item], "has_more": False, "next_cursor": None}
+        c, _ = fake_client([(200, {}, page)])
+        logs = c.logs.list().data
+        self.assertEqual(logs[0].error_code, "origin_not_allowed")
+        # An older server sends no error_code: None, not a failure.
+        self.assertIsNone(logs[1].error_code)
+
     def test_connection_error_after_retries(self) -> None:
         c = TokenProxy(api_key="svc_sk_test", base_url="https://127.0.0.1:1", max_retries=1)
         with self.assertRaises(APIConnectionError):

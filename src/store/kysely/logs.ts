@@ -23,6 +23,7 @@ const SAMPLE_REQUEST_LOG: RequestLogEntry = {
   status: 0,
   authorized: false,
   latencyMs: 0,
+  errorCode: null,
 };
 const SAMPLE_ANOMALY: AnomalyEntry = {
   id: 'req_sample',
@@ -137,6 +138,7 @@ function requestLogRow(entry: RequestLogEntry): Insertable<RequestLogsTable> {
     status: entry.status,
     authorized: entry.authorized ? 1 : 0,
     latency_ms: Math.round(entry.latencyMs),
+    error_code: entry.errorCode,
   };
 }
 

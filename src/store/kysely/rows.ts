@@ -128,6 +128,7 @@ export function toRequestLog(row: RequestLogRow): RequestLogEntry {
     status: row.status,
     authorized: row.authorized !== 0,
     latencyMs: row.latency_ms,
+    errorCode: row.error_code,
   };
 }
 

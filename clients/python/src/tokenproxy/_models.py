@@ -178,3 +178,6 @@ class RequestLog:
     status: int
     authorized: bool
     latency_ms: int
+    #: The proxy's own error code when it refused or failed the request; ``None`` when forwarded
+    #: (and from servers older than this field).
+    error_code: Optional[str] = None
