@@ -1,5 +1,11 @@
 /** Why a proxy request was refused as unauthorized (these raise breach actions, DESIGN §6 and §10). */
-export type UnauthorizedReason = 'origin_not_allowed' | 'ip_not_allowed' | 'ip_backoff' | 'provider_mismatch';
+export const UNAUTHORIZED_REASONS = [
+  'origin_not_allowed',
+  'ip_not_allowed',
+  'ip_backoff',
+  'provider_mismatch',
+] as const;
+export type UnauthorizedReason = (typeof UNAUTHORIZED_REASONS)[number];
 
 /** An unauthorized use of a known token: an anomaly-log entry, and the input of breach actions. */
 export interface UnauthorizedAttempt {

@@ -15,7 +15,8 @@
  * each kind is reported at most once per `cooldownMs` per token.
  */
 
-export type AnomalyKind = 'rate_spike' | 'new_country' | 'many_ips';
+export const ANOMALY_KINDS = ['rate_spike', 'new_country', 'many_ips'] as const;
+export type AnomalyKind = (typeof ANOMALY_KINDS)[number];
 
 export interface AnomalySettings {
   readonly spikeFactor: number;

@@ -2,6 +2,8 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ERROR_CODES } from '../../src/errors/codes.js';
 import { SETTINGS, envName, flagName } from '../../src/config/settings.js';
+import { UNAUTHORIZED_REASONS } from '../../src/anomalies/record.js';
+import { ANOMALY_KINDS } from '../../src/limits/anomaly-model.js';
 
 const read = (file: string) => readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8');
 
@@ -58,5 +60,18 @@ describe('docs stay in step with the code', () => {
     for (const major of tested) expect(readme).toMatch(new RegExp(`Node\\.js[^\\n]*\\b${major}\\b`));
     const pkg = JSON.parse(read('package.json')) as { engines: { node: string } };
     expect(pkg.engines.node).toBe('^22.14.0 || >=24.0.0');
+  });
+
+  it('docs/api.md lists exactly the anomaly-log reasons the code writes, each with its kind', () => {
+    const doc = read('docs/api.md');
+    const section = doc.slice(doc.indexOf('### `GET /v1/anomalies`')).split('\n## ')[0] ?? '';
+    const rows = [...section.matchAll(/^\| `(breach|anomaly)` \| `([a-z_]+)` \|/gm)].map(
+      (m) => `${m[1]}:${m[2]}`,
+    );
+    const expected = [
+      ...UNAUTHORIZED_REASONS.map((r) => `breach:${r}`),
+      ...ANOMALY_KINDS.map((k) => `anomaly:${k}`),
+    ];
+    expect(rows.sort()).toEqual(expected.sort());
   });
 });
