@@ -73,7 +73,7 @@ export async function startServer(config: Config, options: StartOptions): Promis
     database: config.database,
     dataDir: config.dataDir,
     logger,
-    metrics: { requestLog: metrics.queue('request_log'), anomalies: metrics.queue('anomaly_log') },
+    metrics,
     stdout: config.logRequests ? (line) => void process.stdout.write(line) : undefined,
   });
   const { requestLog, anomalies } = logWorker;
