@@ -232,6 +232,35 @@ for (const fixture of databases) {
       await writer.close();
     });
 
+    it('drops the oldest records beyond the byte bound, however few they are', async () => {
+      const token = await tokenOf();
+      const metrics = createMetrics({ providers: ['openai'], defaultMetrics: false });
+      const writer = createRequestLogWriter({
+        store,
+        logger: capture().logger,
+        flushIntervalMs: 60_000,
+        maxBytes: 50_000,
+        metrics: metrics.queue('request_log'),
+      });
+      // 15 kB paths: three fit in 50 kB, far below any count bound.
+      const records = Array.from({ length: 8 }, () =>
+        record({ accountId: token.accountId, tokenId: token.id, path: `/openai/${'a'.repeat(15_000)}` }),
+      );
+      for (const r of records) writer.write(r);
+      expect(writer.size).toBe(3);
+      await writer.flush();
+      expect((await stored(token.accountId)).sort()).toEqual(
+        records
+          .slice(5)
+          .map((r) => r.requestId)
+          .sort(),
+      );
+      expect(await metrics.registry.metrics()).toMatch(
+        /^tokenproxy_log_dropped_total\{queue="request_log",reason="queue_full"\} 5$/m,
+      );
+      await writer.close();
+    });
+
     it('keeps a failed batch and stores it once the database is back', async () => {
       const token = await tokenOf();
       const probe = instrumented(store);
