@@ -10,7 +10,7 @@ import {
   type ToLogThread,
 } from './log-protocol.js';
 import type { RequestLogRecord } from './record.js';
-import { anomalyEntryBytes, packedRecordBytes, requestRecordBytes } from './record-size.js';
+import { anomalyEntryBytes, packedRecordBytes } from './record-size.js';
 import { UsageTally } from './usage-tally.js';
 
 export type RecordsMessage = Extract<ToLogThread, { t: 'records' }>;
@@ -50,7 +50,8 @@ export class Handover {
     this.#tally.add(record);
     const lane = record.tokenId === null ? this.#unmatched : this.#keyed;
     packRequest(lane.values, record);
-    lane.bytes += requestRecordBytes(record);
+    // Measured on the packed values, as trim measures what it drops: the two always agree.
+    lane.bytes += packedRecordBytes(lane.values, lane.values.length - REQUEST_WIDTH, REQUEST_WIDTH);
     const budget = lane === this.#keyed ? this.#budgets.keyedBytes : this.#budgets.unmatchedBytes;
     if (lane.bytes + lane.bytesPosted > budget || lane.count + lane.countPosted > this.#budgets.maxRecords)
       this.#onDropped(lane.queue, lane.trim(budget, this.#budgets.maxRecords), 'queue_full');
