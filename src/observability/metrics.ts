@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { QueueMetrics } from '../requestlog/batcher.js';
+import { DROP_REASONS, type QueueMetrics } from '../requestlog/batcher.js';
 import type { ProxyMetrics } from './proxy-metrics.js';
 
 /**
@@ -65,8 +65,8 @@ export function createMetrics(options: MetricsOptions): Metrics {
   });
   const dropped = new Counter({
     name: 'tokenproxy_log_dropped_total',
-    help: 'Log records dropped because the queue was full or the store kept refusing them, by queue.',
-    labelNames: ['queue'] as const,
+    help: 'Log records dropped, by queue and reason (queue_full, store_failed, worker_lost, closed).',
+    labelNames: ['queue', 'reason'] as const,
     registers: [registry],
   });
   const storeFailures = new Counter({
@@ -113,11 +113,11 @@ export function createMetrics(options: MetricsOptions): Metrics {
       if (upstreamMs !== null) upstreamHistogram(label).observe(upstreamMs / 1000);
     },
     queue(name: string): QueueMetrics {
-      dropped.labels({ queue: name }).inc(0);
+      for (const reason of DROP_REASONS) dropped.labels({ queue: name, reason }).inc(0);
       storeFailures.labels({ queue: name }).inc(0);
       return {
         watchDepth: (depth) => void depths.set(name, depth),
-        dropped: (count) => dropped.labels({ queue: name }).inc(count),
+        dropped: (count, reason) => dropped.labels({ queue: name, reason }).inc(count),
         storeFailed: () => storeFailures.labels({ queue: name }).inc(),
       };
     },

@@ -1,13 +1,22 @@
 import type { RequestLogRepo, TokenRepo, TokenUsage } from '../store/store.js';
-import { createBatcher, createStoreBatcher, type Batcher, type BatchingOptions } from './batcher.js';
+import {
+  createBatcher,
+  createStoreBatcher,
+  isStoreOutage,
+  type Batcher,
+  type BatchingOptions,
+} from './batcher.js';
 import { requestLogJson, requestLogLine, toRequestLogEntry } from './json.js';
 import type { RequestLogRecord, RequestLogSink } from './record.js';
+import { LOG_BUDGETS } from './log-budgets.js';
+import { requestRecordBytes } from './record-size.js';
 
 export interface RequestLogWriterOptions extends BatchingOptions {
-  readonly store: {
-    readonly requestLogs: Pick<RequestLogRepo, 'insertMany'>;
-    readonly tokens: Pick<TokenRepo, 'recordUsage'>;
-  };
+  readonly store: { readonly requestLogs: Pick<RequestLogRepo, 'insertMany'> };
+  /** For log lines and metrics (default `request_log`). */
+  readonly name?: string | undefined;
+  /** Bytes queued (requestRecordBytes) beyond which the oldest records are dropped. */
+  readonly maxBytes?: number | undefined;
   /**
    * `--log-requests`: each record also goes out as one JSON line (spec §2.5 names plus
    * `request_id`), ending in a newline, ready for `process.stdout.write`.
@@ -18,25 +27,27 @@ export interface RequestLogWriterOptions extends BatchingOptions {
 export interface RequestLogWriter extends RequestLogSink {
   /** Records waiting to be stored. */
   readonly size: number;
+  /** Resolves when every record written so far is stored or dropped, without hurrying the batches. */
+  settled(): Promise<void>;
 }
 
 /**
- * The proxy's request-log sink: `write` only queues; a background batcher stores the records and,
- * in the same pass, counts forwarded requests toward `request_count`, `last_used_at` and usage.
+ * The request-log sink: `write` only queues; a background batcher stores the records. Usage
+ * (`request_count`, `last_used_at`, monthly usage) is not counted from these records: the proxy's
+ * thread tallies it (usage-tally.ts) and createUsageWriter stores it, so usage never waits behind,
+ * or is lost with, a queue of records.
  */
 export function createRequestLogWriter(options: RequestLogWriterOptions): RequestLogWriter {
-  const { store, stdout, ...batching } = options;
+  const { store, stdout, name, maxBytes, ...batching } = options;
 
-  const stored = createStoreBatcher<RequestLogRecord>(
-    'request_log',
-    async (batch) => {
-      await store.requestLogs.insertMany(batch.map(toRequestLogEntry));
-      // After the records: a retry re-inserts nothing (ids are skipped) but still owes the counts.
-      const usage = usageOf(batch);
-      if (usage.length > 0) await store.tokens.recordUsage(usage);
-    },
-    batching,
-  );
+  const stored = createBatcher<RequestLogRecord>({
+    ...batching,
+    name: name ?? 'request_log',
+    handle: (batch) => store.requestLogs.insertMany(batch.map(toRequestLogEntry)),
+    isTransient: isStoreOutage,
+    maxBytes,
+    sizeOf: requestRecordBytes,
+  });
 
   // A queue of its own, so the lines keep flowing while the database is down and are never
   // printed twice by a retried batch.
@@ -50,12 +61,41 @@ export function createRequestLogWriter(options: RequestLogWriterOptions): Reques
     async flush(): Promise<void> {
       await Promise.all([stored.flush(), printed?.flush()]);
     },
+    settled: () => stored.settled(),
     async close(): Promise<void> {
       await Promise.all([stored.close(), printed?.close()]);
     },
     get size(): number {
       return stored.size;
     },
+  };
+}
+
+export interface UsageWriter {
+  /** Queues usage entries (usage-tally.ts) for `recordUsage`. */
+  write(usage: readonly TokenUsage[]): void;
+  flush(): Promise<void>;
+  settled(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Stores tallied usage in batches; an unreachable database is waited out like for the logs. */
+export function createUsageWriter(
+  options: BatchingOptions & { readonly store: { readonly tokens: Pick<TokenRepo, 'recordUsage'> } },
+): UsageWriter {
+  const { store, ...batching } = options;
+  const batcher = createStoreBatcher<TokenUsage>(
+    'usage',
+    (batch) => store.tokens.recordUsage(batch),
+    batching,
+  );
+  return {
+    write(usage) {
+      for (const entry of usage) batcher.push(entry);
+    },
+    flush: () => batcher.flush(),
+    settled: () => batcher.settled(),
+    close: () => batcher.close(),
   };
 }
 
@@ -72,6 +112,8 @@ export function createRequestLinePrinter(
     ...batching,
     metrics: undefined,
     name: 'request_log_stdout',
+    maxBytes: LOG_BUDGETS.stdoutBytes,
+    sizeOf: requestRecordBytes,
     handle: (batch) => {
       let failed = 0;
       for (const record of batch) {
@@ -85,27 +127,4 @@ export function createRequestLinePrinter(
       return Promise.resolve();
     },
   });
-}
-
-/** One entry per token and month: the batch's forwarded requests, with the latest timestamp. */
-function usageOf(batch: readonly RequestLogRecord[]): TokenUsage[] {
-  const byToken = new Map<
-    string,
-    { tokenId: string; accountId: string; count: number; lastUsedAt: string }
-  >();
-  for (const record of batch) {
-    const { tokenId, accountId } = record;
-    if (!record.forwarded || tokenId === null || accountId === null) continue;
-    // The month of an ISO timestamp is its first 7 characters (`recordUsage` derives the period
-    // itself); parsing a Date per record cost the log worker more than this whole loop.
-    const key = `${tokenId} ${record.timestamp.slice(0, 7)}`;
-    const entry = byToken.get(key);
-    if (entry === undefined) {
-      byToken.set(key, { tokenId, accountId, count: 1, lastUsedAt: record.timestamp });
-    } else {
-      entry.count += 1;
-      if (record.timestamp > entry.lastUsedAt) entry.lastUsedAt = record.timestamp;
-    }
-  }
-  return [...byToken.values()];
 }

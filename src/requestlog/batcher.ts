@@ -6,11 +6,21 @@ import { StoreUnavailableError } from '../store/errors.js';
  * database without the proxy ever waiting on it. Shared by the request log and the anomaly log.
  */
 
+/**
+ * Why records were dropped (the `reason` label of tokenproxy_log_dropped_total):
+ * - `queue_full`: the queue's count or byte bound was reached (oldest dropped first);
+ * - `store_failed`: the store kept refusing a batch for a reason that is not an outage;
+ * - `worker_lost`: held by a log worker that died (only records that are not kept until stored);
+ * - `closed`: written after shutdown began, or still queued when it timed out.
+ */
+export type DropReason = 'queue_full' | 'store_failed' | 'worker_lost' | 'closed';
+export const DROP_REASONS: readonly DropReason[] = ['queue_full', 'store_failed', 'worker_lost', 'closed'];
+
 /** Counters a batcher reports, so operators see a backlog or losses before anyone asks. */
 export interface QueueMetrics {
   /** Called once, with a function read at scrape time. */
   watchDepth(depth: () => number): void;
-  dropped(count: number): void;
+  dropped(count: number, reason: DropReason): void;
   storeFailed(): void;
 }
 
@@ -24,6 +34,12 @@ export interface BatcherOptions<T> {
   readonly maxBatch?: number | undefined;
   /** Beyond this many queued items the oldest are dropped. */
   readonly maxQueue?: number | undefined;
+  /**
+   * Beyond this many queued bytes (as `sizeOf` estimates them) the oldest are dropped too: a count
+   * bound alone lets a flood of large records (16 KiB paths) fill the heap.
+   */
+  readonly maxBytes?: number | undefined;
+  readonly sizeOf?: ((item: T) => number) | undefined;
   /**
    * Attempts for a batch that keeps failing with an error that is not `isTransient`; it is then
    * dropped, so one unstorable batch cannot stop everything behind it.
@@ -41,6 +57,8 @@ export interface Batcher<T> {
   push(item: T): void;
   /** Resolves when every item pushed so far is handled or dropped. */
   flush(): Promise<void>;
+  /** Like flush, but without hurrying: the batches go at their usual interval. */
+  settled(): Promise<void>;
   /** Flushes (up to `closeTimeoutMs`) and stops; later pushes are dropped. */
   close(): Promise<void>;
   /** Items queued or in the batch being handled. */
@@ -54,12 +72,16 @@ const DEFAULT_MAX_ATTEMPTS = 5;
 const DEFAULT_CLOSE_TIMEOUT_MS = 5_000;
 /** Retries back off up to this delay, which also bounds the warnings a dead database causes. */
 const MAX_RETRY_DELAY_MS = 5_000;
+/** A flood drops records continuously: one warning per this interval says how many. */
+export const DROP_WARNING_INTERVAL_MS = 10_000;
 
 export function createBatcher<T>(options: BatcherOptions<T>): Batcher<T> {
   const { name, handle, logger, metrics } = options;
   const interval = options.flushIntervalMs ?? DEFAULT_FLUSH_INTERVAL_MS;
   const maxBatch = Math.max(1, options.maxBatch ?? DEFAULT_MAX_BATCH);
   const maxQueue = Math.max(1, options.maxQueue ?? DEFAULT_MAX_QUEUE);
+  const maxBytes = options.maxBytes ?? Number.POSITIVE_INFINITY;
+  const sizeOf = options.sizeOf ?? (() => 0);
   const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
   const isTransient = options.isTransient ?? (() => false);
   const closeTimeoutMs = options.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS;
@@ -68,6 +90,7 @@ export function createBatcher<T>(options: BatcherOptions<T>): Batcher<T> {
   // taking a batch does not shift the whole array.
   let queue: T[] = [];
   let head = 0;
+  let queuedBytes = 0;
   let batch: readonly T[] | undefined;
   let attempts = 0;
   let failures = 0;
@@ -77,6 +100,7 @@ export function createBatcher<T>(options: BatcherOptions<T>): Batcher<T> {
   let closing: Promise<void> | undefined;
   let droppedAfterClose = 0;
   let droppedSinceWarning = 0;
+  let lastWarning = Number.NEGATIVE_INFINITY;
   // Every pushed item is eventually counted as done (stored or dropped); flush waits on these.
   let pushed = 0;
   let done = 0;
@@ -95,14 +119,19 @@ export function createBatcher<T>(options: BatcherOptions<T>): Batcher<T> {
   }
 
   /** `reported`: the caller logs this loss itself, so the next "dropped" warning leaves it out. */
-  function drop(count: number, reported = false): void {
+  function drop(count: number, reason: DropReason, reported = false): void {
+    if (count === 0) return;
     if (!reported) droppedSinceWarning += count;
-    metrics?.dropped(count);
+    metrics?.dropped(count, reason);
     finish(count);
   }
 
+  /** At most one line per DROP_WARNING_INTERVAL_MS, however fast records are dropped. */
   function warnDropped(): void {
     if (droppedSinceWarning === 0) return;
+    const now = Date.now();
+    if (now - lastWarning < DROP_WARNING_INTERVAL_MS) return;
+    lastWarning = now;
     logger.warn({ queue: name, dropped: droppedSinceWarning }, `${name}: dropped records`);
     droppedSinceWarning = 0;
   }
@@ -137,7 +166,21 @@ export function createBatcher<T>(options: BatcherOptions<T>): Batcher<T> {
     const taken = queue.slice(head, end);
     head = end;
     compact();
+    if (maxBytes !== Number.POSITIVE_INFINITY) for (const item of taken) queuedBytes -= sizeOf(item);
     return taken;
+  }
+
+  /** Drops the oldest queued items while a bound is exceeded; returns how many. */
+  function trim(): number {
+    let dropped = 0;
+    while (queued() > 0 && (queued() > maxQueue || queuedBytes > maxBytes)) {
+      if (maxBytes !== Number.POSITIVE_INFINITY) queuedBytes -= sizeOf(queue[head] as T);
+      head += 1;
+      dropped += 1;
+    }
+    if (queued() === 0) queuedBytes = 0;
+    compact();
+    return dropped;
   }
 
   /** Handles batches until the queue is empty or a batch fails; one run at a time. */
@@ -181,7 +224,7 @@ export function createBatcher<T>(options: BatcherOptions<T>): Batcher<T> {
       batch = undefined;
       attempts = 0;
       failures = 0;
-      drop(current.length, true);
+      drop(current.length, 'store_failed', true);
       schedule(interval, true);
       return;
     }
@@ -193,12 +236,16 @@ export function createBatcher<T>(options: BatcherOptions<T>): Batcher<T> {
     schedule(Math.min(interval * 2 ** (failures - 1), MAX_RETRY_DELAY_MS), true);
   }
 
-  function flush(): Promise<void> {
+  function settled(): Promise<void> {
     const until = pushed;
     if (done >= until) return Promise.resolve();
-    const reached = new Promise<void>((resolve) => waiters.push({ until, resolve }));
+    return new Promise<void>((resolve) => waiters.push({ until, resolve }));
+  }
+
+  function flush(): Promise<void> {
+    const reached = settled();
     // Start at once unless a retry is waiting out its back-off.
-    if (failures === 0) void run();
+    if (done < pushed && failures === 0) void run();
     return reached;
   }
 
@@ -219,7 +266,8 @@ export function createBatcher<T>(options: BatcherOptions<T>): Batcher<T> {
       const lost = queued();
       queue = [];
       head = 0;
-      drop(lost, true);
+      queuedBytes = 0;
+      drop(lost, 'closed', true);
       logger.error({ queue: name, records: pending() + lost }, `${name}: not stored before shutdown`);
     }
   }
@@ -230,19 +278,17 @@ export function createBatcher<T>(options: BatcherOptions<T>): Batcher<T> {
       if (closed) {
         if (droppedAfterClose === 0) logger.warn({ queue: name }, `${name}: closed; dropping later records`);
         droppedAfterClose += 1;
-        drop(1, true);
+        drop(1, 'closed', true);
         return;
       }
       queue.push(item);
-      if (queued() > maxQueue) {
-        head += 1;
-        drop(1);
-        compact();
-      }
+      if (maxBytes !== Number.POSITIVE_INFINITY) queuedBytes += sizeOf(item);
+      if (queued() > maxQueue || queuedBytes > maxBytes) drop(trim(), 'queue_full');
       // While failing, the retry timer is already set and must not be brought forward.
       if (failures === 0) schedule(interval);
     },
     flush,
+    settled,
     close(): Promise<void> {
       closing ??= shutDown();
       return closing;
@@ -254,7 +300,10 @@ export function createBatcher<T>(options: BatcherOptions<T>): Batcher<T> {
 }
 
 /** What a log writer lets its creator tune; the rest is fixed by the log it writes. */
-export type BatchingOptions = Omit<BatcherOptions<never>, 'name' | 'handle' | 'isTransient'>;
+export type BatchingOptions = Omit<
+  BatcherOptions<never>,
+  'name' | 'handle' | 'isTransient' | 'maxBytes' | 'sizeOf'
+>;
 
 /** A batcher writing to the store: an unreachable database is waited out, never a reason to drop. */
 export function createStoreBatcher<T>(
@@ -266,6 +315,11 @@ export function createStoreBatcher<T>(
     ...options,
     name,
     handle,
-    isTransient: (error) => error instanceof StoreUnavailableError,
+    isTransient: isStoreOutage,
   });
+}
+
+/** The database is unreachable: worth retrying for as long as it takes. */
+export function isStoreOutage(error: unknown): boolean {
+  return error instanceof StoreUnavailableError;
 }

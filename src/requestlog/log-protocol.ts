@@ -1,4 +1,7 @@
 import type { AnomalyEntry } from '../store/records.js';
+import type { TokenUsage } from '../store/store.js';
+import type { DropReason } from './batcher.js';
+import type { LogBudgets } from './log-budgets.js';
 import type { RequestLogRecord } from './record.js';
 
 /**
@@ -11,27 +14,40 @@ export interface LogThreadData {
   readonly database: string | undefined;
   readonly dataDir: string;
   readonly flushIntervalMs: number | undefined;
+  readonly budgets: LogBudgets;
 }
 
 export type ToLogThread =
   | {
       readonly t: 'records';
-      /** Request records packed by packRequest, REQUEST_WIDTH values each. */
-      readonly requests: readonly PackedValue[];
+      /** Answered by `done` with the same id once everything in the message is stored (or dropped). */
+      readonly id: number;
+      /** Request records of a known token, packed by packRequest, REQUEST_WIDTH values each. */
+      readonly keyed: readonly PackedValue[];
+      /** Request records where no token matched, packed the same way. */
+      readonly unmatched: readonly PackedValue[];
       readonly anomalies: readonly AnomalyEntry[];
+      /** Forwarded requests tallied on the proxy's thread (usage-tally.ts), for `recordUsage`. */
+      readonly usage: readonly TokenUsage[];
     }
   | { readonly t: 'flush'; readonly id: number }
   | { readonly t: 'close' };
 
-/** Queue names as the metrics know them. */
-export type LogQueue = 'request_log' | 'anomaly_log';
+/** Queue names as the metrics know them (log-budgets.ts explains the split of request records). */
+export type LogQueue = 'request_log' | 'request_log_unmatched' | 'anomaly_log' | 'usage';
+
+export const LOG_QUEUES: readonly LogQueue[] = [
+  'request_log',
+  'request_log_unmatched',
+  'anomaly_log',
+  'usage',
+];
 
 export type FromLogThread =
+  | { readonly t: 'done'; readonly id: number }
   | { readonly t: 'flushed'; readonly id: number }
   | { readonly t: 'closed' }
-  /** Items waiting in the worker's queues, sent after every batch received and every second. */
-  | { readonly t: 'depth'; readonly request_log: number; readonly anomaly_log: number }
-  | { readonly t: 'dropped'; readonly queue: LogQueue; readonly count: number }
+  | { readonly t: 'dropped'; readonly queue: LogQueue; readonly count: number; readonly reason: DropReason }
   | { readonly t: 'store_failed'; readonly queue: LogQueue }
   /** One pino line of the worker's logger, re-logged by the main thread's logger. */
   | { readonly t: 'log'; readonly line: string };

@@ -12,7 +12,7 @@ import { createAnomalyWriter } from '../anomalies/anomaly-writer.js';
 import { errorName } from '../errors/summary.js';
 import { openStoreWithoutMigrating } from '../store/open.js';
 import type { QueueMetrics } from './batcher.js';
-import { createRequestLogWriter } from './batch-writer.js';
+import { createRequestLogWriter, createUsageWriter } from './batch-writer.js';
 import {
   unpackRequests,
   type FromLogThread,
@@ -21,7 +21,6 @@ import {
   type ToLogThread,
 } from './log-protocol.js';
 
-const DEPTH_INTERVAL_MS = 1000;
 /**
  * This thread runs 10 nice steps below the process. When the proxy thread and this one both want
  * the CPU, the scheduler gives the proxy ~10 times the share: requests are served first and logs
@@ -57,7 +56,7 @@ async function main(): Promise<void> {
 
   const metricsOf = (queue: LogQueue): QueueMetrics => ({
     watchDepth: () => undefined,
-    dropped: (count) => post({ t: 'dropped', queue, count }),
+    dropped: (count, reason) => post({ t: 'dropped', queue, count, reason }),
     storeFailed: () => post({ t: 'store_failed', queue }),
   });
 
@@ -67,30 +66,57 @@ async function main(): Promise<void> {
     dataDir: data.dataDir,
     logWriter: true,
   });
-  const batching = { logger, flushIntervalMs: data.flushIntervalMs };
-  const requestLog = createRequestLogWriter({ store, ...batching, metrics: metricsOf('request_log') });
-  const anomalies = createAnomalyWriter({ store, ...batching, metrics: metricsOf('anomaly_log') });
-
-  const depth = (): void => post({ t: 'depth', request_log: requestLog.size, anomaly_log: anomalies.size });
-  const depthTimer = setInterval(depth, DEPTH_INTERVAL_MS);
-  depthTimer.unref();
+  const { budgets } = data;
+  const batching = { logger, flushIntervalMs: data.flushIntervalMs, maxQueue: budgets.maxRecords };
+  // The proxy's thread keeps each queue within its budget until stored, so these bounds are only
+  // reached should it not; they keep this heap bounded all the same.
+  const keyed = createRequestLogWriter({
+    store,
+    ...batching,
+    maxBytes: budgets.keyedBytes,
+    metrics: metricsOf('request_log'),
+  });
+  const unmatched = createRequestLogWriter({
+    store,
+    ...batching,
+    name: 'request_log_unmatched',
+    maxBytes: budgets.unmatchedBytes,
+    metrics: metricsOf('request_log_unmatched'),
+  });
+  const anomalies = createAnomalyWriter({
+    store,
+    ...batching,
+    maxBytes: budgets.anomalyBytes,
+    metrics: metricsOf('anomaly_log'),
+  });
+  const usage = createUsageWriter({ store, ...batching, metrics: metricsOf('usage') });
+  const writers = [keyed, unmatched, anomalies, usage];
+  /** Answers to `records` messages not sent yet; a flush waits for them. */
+  const answers = new Set<Promise<void>>();
 
   port.on('message', (message: ToLogThread) => {
     switch (message.t) {
-      case 'records':
-        for (const record of unpackRequests(message.requests)) requestLog.write(record);
+      case 'records': {
+        for (const record of unpackRequests(message.keyed)) keyed.write(record);
+        for (const record of unpackRequests(message.unmatched)) unmatched.write(record);
         for (const entry of message.anomalies) anomalies.write(entry);
-        depth();
-        return;
-      case 'flush':
-        void Promise.all([requestLog.flush(), anomalies.flush()]).then(() => {
-          depth();
-          post({ t: 'flushed', id: message.id });
+        if (message.usage.length > 0) usage.write(message.usage);
+        // Stored at the usual pace; the proxy's thread keeps what it must not lose until then.
+        const answer = Promise.all(writers.map((writer) => writer.settled())).then(() => {
+          answers.delete(answer);
+          post({ t: 'done', id: message.id });
         });
+        answers.add(answer);
+        return;
+      }
+      case 'flush':
+        void Promise.all(writers.map((writer) => writer.flush()))
+          .then(() => Promise.all(answers))
+          .then(() => post({ t: 'flushed', id: message.id }));
         return;
       case 'close':
-        clearInterval(depthTimer);
-        void Promise.all([requestLog.close(), anomalies.close()])
+        void Promise.all(writers.map((writer) => writer.close()))
+          .then(() => Promise.all(answers))
           .then(() => store.close())
           .catch((err: unknown) =>
             logger.error({ err: errorName(err) }, 'log worker: closing the store failed'),

@@ -4,62 +4,69 @@ import type { Logger } from 'pino';
 import { breachEntry, type AnomalyWriter } from '../anomalies/anomaly-writer.js';
 import { errorSummary } from '../errors/summary.js';
 import type { AnomalyEntry } from '../store/records.js';
-import { DEFAULT_MAX_QUEUE, type Batcher, type QueueMetrics } from './batcher.js';
+import type { Batcher, DropReason, QueueMetrics } from './batcher.js';
 import { createRequestLinePrinter, type RequestLogWriter } from './batch-writer.js';
+import { DropWarner } from './drop-warner.js';
+import { Handover } from './handover.js';
+import { LOG_BUDGETS, WORKER_HEAP_LIMITS, type LogBudgets } from './log-budgets.js';
 import {
-  packRequest,
-  REQUEST_WIDTH,
+  LOG_QUEUES,
   type FromLogThread,
   type LogQueue,
   type LogThreadData,
-  type PackedValue,
   type ToLogThread,
 } from './log-protocol.js';
 import type { RequestLogRecord } from './record.js';
 
 /**
  * The proxy thread's side of the log worker (log-thread.ts). `write` and `onUnauthorized` only
- * push onto an array; every POST_INTERVAL_MS (or every MAX_POST items) the arrays go to the worker
- * in one message. The worker stores them in batches through its own store connection, so no
- * database work, synchronous or not, runs on the thread that serves requests.
+ * queue (handover.ts); every POST_INTERVAL_MS (or every MAX_POST items or MAX_POST_BYTES) the queues
+ * go to the worker in one message. The worker stores them in batches through its own store
+ * connection, so no database work, synchronous or not, runs on the thread that serves requests.
  */
 
 const POST_INTERVAL_MS = 20;
 const MAX_POST = 512;
+const MAX_POST_BYTES = 1024 * 1024;
 /** A worker that dies is started again after this delay; records wait here meanwhile. */
 const RESTART_DELAY_MS = 1000;
-const DEFAULT_CLOSE_TIMEOUT_MS = 10_000;
 /**
- * The worker's heap, kept small: it holds at most its queues (100,000 records of a few hundred bytes
- * each) and one batch. A worker that runs out is restarted like one that failed (its queue is lost
- * and counted as dropped). The young generation is what V8 grows to tens of MB by default.
+ * A worker that dies this many times in a row without storing anything is given nothing it was
+ * given before (counted as lost): whatever kills it must not kill every worker after it.
  */
-const THREAD_LIMITS = { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 96 } as const;
+const MAX_FRUITLESS_RESTARTS = 2;
+const DEFAULT_CLOSE_TIMEOUT_MS = 10_000;
 
 export interface LogWorkerOptions {
   /** The store the worker opens (already migrated by the caller). */
   readonly database: string | undefined;
   readonly dataDir: string;
   readonly logger: Logger;
-  readonly metrics?: { readonly requestLog: QueueMetrics; readonly anomalies: QueueMetrics } | undefined;
+  /** Where the queues' depth and losses are counted (metrics.ts). */
+  readonly metrics?: { queue(name: LogQueue): QueueMetrics } | undefined;
   /** `--log-requests`: one JSON line per record, printed on this thread (see createRequestLinePrinter). */
   readonly stdout?: ((line: string) => void) | undefined;
   /** The worker's batch interval (default 200 ms). */
   readonly flushIntervalMs?: number | undefined;
-  /** Items waiting on this side before the oldest are dropped (the worker has its own bound too). */
-  readonly maxQueue?: number | undefined;
+  /** Byte and count bounds of the queues (default LOG_BUDGETS). */
+  readonly budgets?: Partial<LogBudgets> | undefined;
   readonly closeTimeoutMs?: number | undefined;
-  /** The worker's heap limits (default THREAD_LIMITS). */
+  /** The worker's heap limits (default WORKER_HEAP_LIMITS). */
   readonly resourceLimits?: ResourceLimits | undefined;
 }
 
 export interface LogWorker {
   readonly requestLog: RequestLogWriter;
-  readonly anomalies: AnomalyWriter;
-  /** Resolves when every record and entry handed over so far is stored (or dropped). */
+  readonly anomalies: Omit<AnomalyWriter, 'settled'>;
+  /** Resolves when every record, entry and usage count handed over so far is stored (or dropped). */
   flush(): Promise<void>;
   /** Flushes, closes the worker's store connection and ends the thread. */
   close(): Promise<void>;
+  /**
+   * Ends the worker thread at once, as a crash would (for tests of exactly that). It is started
+   * again like a worker that failed.
+   */
+  crash(): Promise<void>;
 }
 
 export function startLogWorker(options: LogWorkerOptions): LogWorker {
@@ -81,9 +88,10 @@ export function startLogWorker(options: LogWorkerOptions): LogWorker {
         printer?.push(record);
       },
       flush,
+      settled: flush,
       close,
       get size() {
-        return channel.depth('request_log');
+        return channel.depth('request_log') + channel.depth('request_log_unmatched');
       },
     },
     anomalies: {
@@ -97,20 +105,20 @@ export function startLogWorker(options: LogWorkerOptions): LogWorker {
     },
     flush,
     close,
+    crash: () => channel.crash(),
   };
 }
 
 class LogChannel {
   readonly #options: LogWorkerOptions;
-  readonly #maxQueue: number;
+  readonly #budgets: LogBudgets;
+  readonly #handover: Handover;
+  readonly #drops: DropWarner;
   #worker: Worker | null = null;
   #restartTimer: NodeJS.Timeout | undefined;
   #postTimer: NodeJS.Timeout | undefined;
-  /** Packed request records (packRequest), REQUEST_WIDTH values each. */
-  #requests: PackedValue[] = [];
-  #anomalies: AnomalyEntry[] = [];
-  /** What the worker last reported as waiting in its own queues. */
-  readonly #workerDepth: Record<LogQueue, number> = { request_log: 0, anomaly_log: 0 };
+  /** Restarts since a worker last stored a message. */
+  #fruitlessRestarts = 0;
   readonly #flushes = new Map<number, () => void>();
   #nextFlushId = 1;
   #closing = false;
@@ -119,31 +127,30 @@ class LogChannel {
 
   constructor(options: LogWorkerOptions) {
     this.#options = options;
-    this.#maxQueue = Math.max(1, options.maxQueue ?? DEFAULT_MAX_QUEUE);
-    options.metrics?.requestLog.watchDepth(() => this.depth('request_log'));
-    options.metrics?.anomalies.watchDepth(() => this.depth('anomaly_log'));
+    this.#budgets = { ...LOG_BUDGETS, ...options.budgets };
+    this.#drops = new DropWarner(options.logger);
+    this.#handover = new Handover(this.#budgets, (queue, count, reason) =>
+      this.#dropped(queue, count, reason),
+    );
+    for (const queue of LOG_QUEUES) options.metrics?.queue(queue).watchDepth(() => this.depth(queue));
     this.#start();
   }
 
   depth(queue: LogQueue): number {
-    return (
-      (queue === 'request_log' ? this.#requestCount() : this.#anomalies.length) + this.#workerDepth[queue]
-    );
+    return this.#handover.depth(queue);
   }
 
   request(record: RequestLogRecord): void {
-    if (this.#closing) return this.#dropped('request_log', 1);
-    packRequest(this.#requests, record);
-    const count = this.#requestCount();
-    if (count > this.#maxQueue) this.#dropped('request_log', trimOldest(this.#requests, REQUEST_WIDTH));
-    this.#schedule(count);
+    if (this.#closing)
+      return this.#dropped(record.tokenId === null ? 'request_log_unmatched' : 'request_log', 1, 'closed');
+    this.#handover.request(record);
+    this.#schedule();
   }
 
   anomaly(entry: AnomalyEntry): void {
-    if (this.#closing) return this.#dropped('anomaly_log', 1);
-    this.#anomalies.push(entry);
-    if (this.#anomalies.length > this.#maxQueue) this.#dropped('anomaly_log', trimOldest(this.#anomalies, 1));
-    this.#schedule(this.#anomalies.length);
+    if (this.#closing) return this.#dropped('anomaly_log', 1, 'closed');
+    this.#handover.anomaly(entry);
+    this.#schedule();
   }
 
   flush(): Promise<void> {
@@ -152,13 +159,17 @@ class LogChannel {
     const id = this.#nextFlushId++;
     return new Promise((resolve) => {
       this.#flushes.set(id, resolve);
-      this.#post();
+      this.#post(true);
       this.#worker?.postMessage({ t: 'flush', id } satisfies ToLogThread);
     });
   }
 
   close(): Promise<void> {
     return (this.#closePromise ??= this.#close());
+  }
+
+  async crash(): Promise<void> {
+    await this.#worker?.terminate();
   }
 
   #close(): Promise<void> {
@@ -170,7 +181,7 @@ class LogChannel {
       this.#dropAll();
       return Promise.resolve();
     }
-    this.#post();
+    this.#post(true);
     return new Promise<void>((resolve) => {
       const timeout = setTimeout(() => {
         this.#options.logger.warn('log worker did not finish in time; records still queued are lost');
@@ -178,18 +189,15 @@ class LogChannel {
       }, this.#options.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS);
       this.#closed = () => {
         clearTimeout(timeout);
+        this.#drops.report();
         resolve();
       };
       worker.postMessage({ t: 'close' } satisfies ToLogThread);
     });
   }
 
-  #requestCount(): number {
-    return this.#requests.length / REQUEST_WIDTH;
-  }
-
-  #schedule(length: number): void {
-    if (length >= MAX_POST) this.#post();
+  #schedule(): void {
+    if (this.#handover.waiting >= MAX_POST || this.#handover.waitingBytes >= MAX_POST_BYTES) this.#post();
     else if (this.#postTimer === undefined) this.#postTimer = setTimeout(this.#onPostTimer, POST_INTERVAL_MS);
   }
 
@@ -198,19 +206,13 @@ class LogChannel {
     this.#post();
   };
 
-  #post(): void {
+  #post(flushing = false): void {
     const worker = this.#worker;
-    if (worker === null || (this.#requests.length === 0 && this.#anomalies.length === 0)) return;
+    if (worker === null) return;
     clearTimeout(this.#postTimer);
     this.#postTimer = undefined;
-    const message: ToLogThread = { t: 'records', requests: this.#requests, anomalies: this.#anomalies };
-    // Counted as the worker's until its next depth report (which may cross this message in flight:
-    // the depth is an estimate between reports, exact once the worker is idle).
-    this.#workerDepth.request_log += this.#requestCount();
-    this.#workerDepth.anomaly_log += this.#anomalies.length;
-    this.#requests = [];
-    this.#anomalies = [];
-    worker.postMessage(message);
+    const message = this.#handover.take(flushing);
+    if (message !== undefined) worker.postMessage(message);
   }
 
   #start(): void {
@@ -218,10 +220,11 @@ class LogChannel {
       database: this.#options.database,
       dataDir: this.#options.dataDir,
       flushIntervalMs: this.#options.flushIntervalMs,
+      budgets: this.#budgets,
     };
     const worker = new Worker(threadFile(), {
       workerData: data,
-      resourceLimits: this.#options.resourceLimits ?? THREAD_LIMITS,
+      resourceLimits: this.#options.resourceLimits ?? WORKER_HEAP_LIMITS,
     });
     this.#worker = worker;
     worker.on('message', (message: FromLogThread) => this.#onMessage(message));
@@ -229,14 +232,21 @@ class LogChannel {
       this.#options.logger.error({ err: errorSummary(err) }, 'log worker failed');
     });
     worker.once('exit', () => this.#onExit(worker));
-    // Records queued while no worker ran go first, then the flushes that were waiting on the old
-    // worker: a flush answers only for what was posted before it.
-    this.#post();
+    // Records queued while no worker ran go first (those the last one did not store among them),
+    // then the flushes that were waiting on the old worker: a flush answers only for what was
+    // posted before it.
+    this.#post(this.#flushes.size > 0);
     for (const id of this.#flushes.keys()) worker.postMessage({ t: 'flush', id } satisfies ToLogThread);
   }
 
   #onMessage(message: FromLogThread): void {
     switch (message.t) {
+      case 'done':
+        this.#fruitlessRestarts = 0;
+        this.#handover.done(message.id);
+        // Usage waits for the previous hand-over to be stored; it may go now.
+        if (this.#handover.usagePending) this.#schedule();
+        return;
       case 'flushed': {
         const resolve = this.#flushes.get(message.id);
         this.#flushes.delete(message.id);
@@ -244,20 +254,13 @@ class LogChannel {
         return;
       }
       case 'closed':
-        // The worker stored (or itself counted as dropped) everything it held.
-        this.#workerDepth.request_log = 0;
-        this.#workerDepth.anomaly_log = 0;
         this.#closed?.();
         return;
-      case 'depth':
-        this.#workerDepth.request_log = message.request_log;
-        this.#workerDepth.anomaly_log = message.anomaly_log;
-        return;
       case 'dropped':
-        this.#metrics(message.queue)?.dropped(message.count);
+        this.#dropped(message.queue, message.count, message.reason);
         return;
       case 'store_failed':
-        this.#metrics(message.queue)?.storeFailed();
+        this.#options.metrics?.queue(message.queue).storeFailed();
         return;
       case 'log':
         relog(this.#options.logger, message.line);
@@ -268,47 +271,34 @@ class LogChannel {
   #onExit(worker: Worker): void {
     if (this.#worker !== worker) return;
     this.#worker = null;
-    // Whatever the worker held is lost; it is counted so the metrics show it.
-    this.#dropped('request_log', this.#workerDepth.request_log);
-    this.#dropped('anomaly_log', this.#workerDepth.anomaly_log);
-    this.#workerDepth.request_log = 0;
-    this.#workerDepth.anomaly_log = 0;
     if (this.#closing) {
       this.#dropAll();
       this.#closed?.();
       return;
     }
+    this.#fruitlessRestarts += 1;
+    const requeue = this.#fruitlessRestarts <= MAX_FRUITLESS_RESTARTS;
+    // Records of a known token, anomaly entries and usage wait for the next worker; records where
+    // no token matched that the dead one held are lost, and counted.
+    this.#handover.workerLost(requeue);
+    this.#drops.report();
     this.#options.logger.error(`log worker stopped; starting it again in ${RESTART_DELAY_MS} ms`);
     this.#restartTimer = setTimeout(() => this.#start(), RESTART_DELAY_MS);
     this.#restartTimer.unref();
   }
 
   #dropAll(): void {
-    this.#dropped('request_log', this.#requestCount());
-    this.#dropped('anomaly_log', this.#anomalies.length);
-    this.#requests = [];
-    this.#anomalies = [];
+    this.#handover.dropAll('closed');
+    this.#drops.report();
     for (const resolve of this.#flushes.values()) resolve();
     this.#flushes.clear();
   }
 
-  #dropped(queue: LogQueue, count: number): void {
-    if (count > 0) this.#metrics(queue)?.dropped(count);
+  #dropped(queue: LogQueue, count: number, reason: DropReason): void {
+    if (count <= 0) return;
+    this.#options.metrics?.queue(queue).dropped(count, reason);
+    this.#drops.add(queue, count, reason);
   }
-
-  #metrics(queue: LogQueue): QueueMetrics | undefined {
-    return queue === 'request_log' ? this.#options.metrics?.requestLog : this.#options.metrics?.anomalies;
-  }
-}
-
-/**
- * Drops the oldest tenth of a full queue of items `width` values wide at once, so an overflowing
- * queue costs O(1) per write. Returns the number of items dropped.
- */
-function trimOldest(queue: unknown[], width: number): number {
-  const count = Math.max(1, Math.ceil(queue.length / width / 10));
-  queue.splice(0, count * width);
-  return count;
 }
 
 const LEVELS: Record<number, 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal'> = {

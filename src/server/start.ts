@@ -105,7 +105,7 @@ async function startLocked(
     database: config.database,
     dataDir: config.dataDir,
     logger,
-    metrics: { requestLog: metrics.queue('request_log'), anomalies: metrics.queue('anomaly_log') },
+    metrics,
     stdout: config.logRequests ? (line) => void process.stdout.write(line) : undefined,
   });
   started.push(() => logWorker.close());

@@ -279,7 +279,7 @@ for (const fixture of databases) {
         metrics.observe(secrets[3] ?? '', 404, 0.1, null);
         const queue = metrics.queue('request_log');
         queue.watchDepth(() => 7);
-        queue.dropped(2);
+        queue.dropped(2, 'queue_full');
 
         const res = await h.request('GET', '/metrics', { apiKey: null });
         expect(res.status).toBe(200);
@@ -295,7 +295,7 @@ for (const fixture of databases) {
           /^tokenproxy_proxy_upstream_latency_seconds_bucket\{le="0\.5",provider="openai"\} 1$/m,
         );
         expect(text).toMatch(/^tokenproxy_log_queue_depth\{queue="request_log"\} 7$/m);
-        expect(text).toMatch(/^tokenproxy_log_dropped_total\{queue="request_log"\} 2$/m);
+        expect(text).toMatch(/^tokenproxy_log_dropped_total\{queue="request_log",reason="queue_full"\} 2$/m);
         expect(text).toMatch(/^process_cpu_user_seconds_total /m);
         expect(text).toMatch(/^nodejs_heap_size_used_bytes /m);
 
@@ -304,7 +304,7 @@ for (const fixture of databases) {
           if (!line.startsWith('tokenproxy_')) continue;
           for (const [, name] of line.matchAll(/[{,]([a-z_]+)="/g)) labelNames.add(name ?? '');
         }
-        expect([...labelNames].sort()).toEqual(['le', 'provider', 'queue', 'status']);
+        expect([...labelNames].sort()).toEqual(['le', 'provider', 'queue', 'reason', 'status']);
         for (const secret of secrets) expect(text).not.toContain(secret);
       });
 

@@ -1,6 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createMetrics } from '../../src/observability/metrics.js';
-import { createRequestLogWriter, type RequestLogWriterOptions } from '../../src/requestlog/batch-writer.js';
+import {
+  createRequestLogWriter,
+  createUsageWriter,
+  type RequestLogWriterOptions,
+} from '../../src/requestlog/batch-writer.js';
+import type { RequestLogRecord } from '../../src/requestlog/record.js';
+import { UsageTally } from '../../src/requestlog/usage-tally.js';
 import { StoreUnavailableError } from '../../src/store/errors.js';
 import type { RequestLogEntry, TokenRecord } from '../../src/store/records.js';
 import type { Store, TokenUsage } from '../../src/store/store.js';
@@ -15,7 +21,7 @@ import { capture, record } from './helpers.js';
 function instrumented(store: Store) {
   const calls = { insertMany: [] as number[], recordUsage: [] as TokenUsage[][] };
   let fail: ((what: 'insertMany' | 'recordUsage') => Error | undefined) | undefined;
-  const wrapped: RequestLogWriterOptions['store'] = {
+  const wrapped: RequestLogWriterOptions['store'] & { tokens: Pick<Store['tokens'], 'recordUsage'> } = {
     requestLogs: {
       insertMany(entries: readonly RequestLogEntry[]) {
         calls.insertMany.push(entries.length);
@@ -58,12 +64,25 @@ for (const fixture of databases) {
       return createToken(store, account.id);
     }
 
+    /** Usage as the proxy's thread counts it (usage-tally.ts) and the worker stores it. */
+    async function countUsage(
+      records: readonly RequestLogRecord[],
+      target: Parameters<typeof createUsageWriter>[0]['store'] = store,
+    ): Promise<void> {
+      const tally = new UsageTally();
+      for (const r of records) tally.add(r);
+      const usage = createUsageWriter({ store: target, logger: capture().logger, flushIntervalMs: 5 });
+      usage.write(tally.take());
+      await usage.flush();
+      await usage.close();
+    }
+
     async function stored(accountId: string): Promise<string[]> {
       const page = await store.requestLogs.list(accountId, {}, { limit: 100 });
       return page.items.map((item) => item.id);
     }
 
-    it('queues on write and stores on flush, counting only forwarded requests', async () => {
+    it('queues on write and stores on flush; usage counts only forwarded requests', async () => {
       const token = await tokenOf();
       const log = capture();
       const writer = createRequestLogWriter({ store, logger: log.logger, flushIntervalMs: 60_000 });
@@ -88,6 +107,7 @@ for (const fixture of databases) {
 
       await writer.flush();
       expect(writer.size).toBe(0);
+      await countUsage(records);
       expect((await stored(token.accountId)).sort()).toEqual(
         records
           .slice(0, 4)
@@ -142,15 +162,18 @@ for (const fixture of databases) {
         flushIntervalMs: 60_000,
         maxBatch: 500,
       });
+      const records: RequestLogRecord[] = [];
       for (let i = 0; i < 1200; i++) {
         const token = i % 2 === 0 ? a : b;
-        // The last 150 of each token fall into the next month, in the middle of the second batch.
+        // The last 150 of each token fall into the next month.
         const timestamp = i < 900 ? '2026-03-31T23:59:59.000Z' : '2026-04-01T00:00:00.000Z';
-        writer.write(record({ accountId: token.accountId, tokenId: token.id, forwarded: true, timestamp }));
+        records.push(record({ accountId: token.accountId, tokenId: token.id, forwarded: true, timestamp }));
       }
+      for (const r of records) writer.write(r);
       await writer.flush();
+      await countUsage(records, probe.store);
       expect(probe.calls.insertMany).toEqual([500, 500, 200]);
-      expect(probe.calls.recordUsage.map((batch) => batch.length)).toEqual([2, 4, 2]);
+      expect(probe.calls.recordUsage.map((batch) => batch.length)).toEqual([4]);
       expect(await store.tokens.get(a.accountId, a.id)).toMatchObject({
         requestCount: 600,
         lastUsedAt: '2026-04-01T00:00:00.000Z',
@@ -204,10 +227,39 @@ for (const fixture of databases) {
           .sort(),
       );
       const text = await metrics.registry.metrics();
-      expect(text).toMatch(/^tokenproxy_log_dropped_total\{queue="request_log"\} 3$/m);
+      expect(text).toMatch(/^tokenproxy_log_dropped_total\{queue="request_log",reason="queue_full"\} 3$/m);
       expect(text).toMatch(/^tokenproxy_log_queue_depth\{queue="request_log"\} 0$/m);
       const warning = log.entries().find((line) => line.dropped === 3);
       expect(warning).toMatchObject({ level: 'warn', queue: 'request_log' });
+      await writer.close();
+    });
+
+    it('drops the oldest records beyond the byte bound, however few they are', async () => {
+      const token = await tokenOf();
+      const metrics = createMetrics({ providers: ['openai'], defaultMetrics: false });
+      const writer = createRequestLogWriter({
+        store,
+        logger: capture().logger,
+        flushIntervalMs: 60_000,
+        maxBytes: 50_000,
+        metrics: metrics.queue('request_log'),
+      });
+      // 15 kB paths: three fit in 50 kB, far below any count bound.
+      const records = Array.from({ length: 8 }, () =>
+        record({ accountId: token.accountId, tokenId: token.id, path: `/openai/${'a'.repeat(15_000)}` }),
+      );
+      for (const r of records) writer.write(r);
+      expect(writer.size).toBe(3);
+      await writer.flush();
+      expect((await stored(token.accountId)).sort()).toEqual(
+        records
+          .slice(5)
+          .map((r) => r.requestId)
+          .sort(),
+      );
+      expect(await metrics.registry.metrics()).toMatch(
+        /^tokenproxy_log_dropped_total\{queue="request_log",reason="queue_full"\} 5$/m,
+      );
       await writer.close();
     });
 
@@ -243,7 +295,6 @@ for (const fixture of databases) {
       down = false;
       await flushed;
       expect((await stored(token.accountId)).sort()).toEqual(records.map((r) => r.requestId).sort());
-      expect(await store.tokens.get(token.accountId, token.id)).toMatchObject({ requestCount: 3 });
       expect(await metrics.registry.metrics()).toMatch(
         /^tokenproxy_log_store_failures_total\{queue="request_log"\} [4-9]\d*$/m,
       );
@@ -298,7 +349,8 @@ for (const fixture of databases) {
       );
       for (const r of records) writer.write(r);
       await writer.flush();
-      expect(probe.calls.insertMany).toEqual([2, 2]);
+      await countUsage(records, probe.store);
+      expect(probe.calls.insertMany).toEqual([2]);
       expect(probe.calls.recordUsage).toHaveLength(2);
       expect((await stored(token.accountId)).sort()).toEqual(records.map((r) => r.requestId).sort());
       expect(await store.tokens.get(token.accountId, token.id)).toMatchObject({ requestCount: 2 });

@@ -1,0 +1,38 @@
+/**
+ * How much each log queue may hold, in bytes as record-size.ts estimates them and in records.
+ * Every queue has its own budget, so no kind of record can crowd out another:
+ * - `keyed`: request records of a known token (forwarded or refused), the evidence of its use;
+ * - `unmatched`: records where no token matched (no token, malformed or unknown token): anyone can
+ *   send these at line rate with 16 KiB paths, so they get the smallest budget and go first;
+ * - `anomaly`: anomaly-log entries (breaches, detector findings).
+ * A budget covers a record from the moment the proxy hands it over until it is stored, wherever it
+ * is (waiting on the proxy's thread, in a message, in the log worker's queue), so the worker never
+ * holds more than their sum. Usage counts have no budget: they are one entry per token.
+ */
+export interface LogBudgets {
+  readonly keyedBytes: number;
+  readonly unmatchedBytes: number;
+  readonly anomalyBytes: number;
+  /** Records (or entries) per queue, whatever their size. */
+  readonly maxRecords: number;
+  /** `--log-requests` lines waiting to be printed on the proxy's thread. */
+  readonly stdoutBytes: number;
+}
+
+const MIB = 1024 * 1024;
+
+export const LOG_BUDGETS: LogBudgets = {
+  keyedBytes: 16 * MIB,
+  unmatchedBytes: 4 * MIB,
+  anomalyBytes: 4 * MIB,
+  maxRecords: 100_000,
+  stdoutBytes: 8 * MIB,
+};
+
+/**
+ * The log worker's heap: its queues (at most the three budgets: 24 MiB estimated, 48 MiB should
+ * every string be two-byte), one batch being stored and one message being read. Four times the
+ * estimated budgets leaves room for all of it; running out would cost the records that are not kept
+ * until stored. The young generation is what V8 grows to tens of MB by default.
+ */
+export const WORKER_HEAP_LIMITS = { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 96 } as const;
