@@ -9,6 +9,8 @@ import type { ApiDeps, ApiServer } from './context.js';
 import { RouteMethods } from './allowed-methods.js';
 import { sendError, toTokenProxyError } from './error-handler.js';
 import { registerIdempotency } from './idempotency.js';
+import { IdempotencyHeaders, errorResponses } from './openapi-errors.js';
+import { coerceLimit } from './pagination.js';
 import { clientErrorHandler, frameworkError, isClientAbort } from './listener-errors.js';
 import { accountRoutes } from './routes/account.js';
 import { anomalyRoutes } from './routes/anomalies.js';
@@ -20,6 +22,7 @@ import { metricsRoutes } from './routes/metrics.js';
 import { providerRoutes } from './routes/providers.js';
 import { tokenRoutes } from './routes/tokens.js';
 import { webhookRoutes } from './routes/webhooks.js';
+import { SHARED_SCHEMAS } from './schemas.js';
 
 export interface ApiAppOptions {
   readonly logger: FastifyBaseLogger;
@@ -139,7 +142,13 @@ export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promis
     );
   });
 
+  for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
   await app.register(swagger, {
+    // Shared schemas keep their names: #/components/schemas/Token, not def-3.
+    refResolver: {
+      buildLocalReference: (json, _baseUri, _fragment, i) =>
+        typeof json.$id === 'string' ? json.$id : `def-${i}`,
+    },
     openapi: {
       openapi: '3.1.0',
       info: {
@@ -164,6 +173,26 @@ export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promis
     (v1, _opts, done) => {
       const api = v1 as unknown as ApiServer;
       api.decorateRequest('account', null as unknown as never);
+      api.addHook('onRoute', (route) => {
+        const schema = route.schema as Record<string, unknown> | undefined;
+        if (schema === undefined || schema.hide === true) return;
+        const method = typeof route.method === 'string' ? route.method : '';
+        if (method === 'HEAD') return;
+        schema.response = {
+          ...errorResponses({
+            method,
+            url: route.url,
+            hasBody: schema.body !== undefined,
+            hasParams: schema.params !== undefined,
+          }),
+          ...(schema.response as object | undefined),
+        };
+        if (method === 'POST') schema.headers ??= IdempotencyHeaders;
+      });
+      api.addHook('preValidation', (request, _reply, done) => {
+        coerceLimit(request.query);
+        done();
+      });
       api.addHook('onRequest', async (request) => {
         if (request.routeOptions.url === '/v1/openapi.json') return;
         request.account = await authenticate(deps, request.headers.authorization);
