@@ -126,6 +126,14 @@ describe('the management listener answers malformed requests in the error shape'
     expect(h.logs.some((l) => l.includes('"client error"') && l.includes(error.request_id))).toBe(true);
   });
 
+  it('answers headers over the parser limit 431 headers_too_large and closes the connection', async () => {
+    const { response, closed } = await send(
+      `GET /v1/tokens HTTP/1.1\r\n${host()}\r\nX-Big: ${'a'.repeat(20_000)}`,
+    );
+    expectError(response, 431, 'headers_too_large');
+    expect(closed).toBe(true);
+  });
+
   it('lists the allowed methods in Allow on a 405', async () => {
     const { response } = await api(`DELETE /v1/tokens HTTP/1.1\r\n${host()}`);
     expectError(response, 405, 'method_not_allowed');
