@@ -6,8 +6,12 @@ import type { Registry } from 'prom-client';
 import { TokenProxyError } from '../errors/tokenproxy-error.js';
 import { isApiKey, newRequestId, secretDigest } from '../ids/formats.js';
 import type { ApiDeps, ApiServer } from './context.js';
+import { RouteMethods } from './allowed-methods.js';
 import { sendError, toTokenProxyError } from './error-handler.js';
 import { registerIdempotency } from './idempotency.js';
+import { IdempotencyHeaders, errorResponses } from './openapi-errors.js';
+import { coerceLimit } from './pagination.js';
+import { clientErrorHandler, frameworkError, isClientAbort } from './listener-errors.js';
 import { accountRoutes } from './routes/account.js';
 import { anomalyRoutes } from './routes/anomalies.js';
 import { eventRoutes } from './routes/events.js';
@@ -18,6 +22,7 @@ import { metricsRoutes } from './routes/metrics.js';
 import { providerRoutes } from './routes/providers.js';
 import { tokenRoutes } from './routes/tokens.js';
 import { webhookRoutes } from './routes/webhooks.js';
+import { SHARED_SCHEMAS } from './schemas.js';
 
 export interface ApiAppOptions {
   readonly logger: FastifyBaseLogger;
@@ -44,6 +49,10 @@ export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promis
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
     bodyLimit: BODY_LIMIT,
     return503OnClosing: true,
+    // Bad percent-encoding and over-long path parameters, and requests Node's HTTP parser refuses,
+    // answer in the one error shape with a request id, like every other answer of this listener.
+    frameworkErrors: frameworkError,
+    clientErrorHandler: clientErrorHandler(options.logger),
     ajv: {
       customOptions: {
         // Unknown fields are errors (not silently dropped) and types are not coerced: "5" is not 5.
@@ -64,6 +73,22 @@ export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promis
   // Bodies are JSON only. Fastify also parses text/plain by default, which turned a JSON object sent
   // as text/plain into a string and a misleading "must be a JSON object" 400 instead of a 415.
   app.removeContentTypeParser('text/plain');
+  // `curl -X DELETE -H 'Content-Type: application/json'` sends the header with no body: that is a
+  // request without a body, not invalid JSON. A non-empty body still goes through Fastify's parser.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if (body === '') {
+      done(null, undefined);
+      return;
+    }
+    void parseJson(request, body.toString(), done);
+  });
+
+  const routeMethods = new RouteMethods();
+  app.addHook('onRoute', (route) => {
+    routeMethods.add(route.method, route.url);
+  });
 
   app.addHook('onSend', async (request, reply) => {
     void reply.header('x-request-id', request.id);
@@ -82,24 +107,48 @@ export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promis
   });
 
   app.setErrorHandler((err, request, reply) => {
+    if (isClientAbort(err, request)) {
+      // Nobody is left to answer; one line, no stack: this is the client's doing, not a fault.
+      request.log.info(
+        { method: request.method, route: request.routeOptions.url ?? 'unmatched' },
+        'client aborted the request',
+      );
+      return reply;
+    }
     const error = toTokenProxyError(err);
     if (error.status >= 500) {
       request.log.error({ err: scrubbedError(err), code: error.code }, 'request failed');
     }
     return sendError(request, reply, error);
   });
-  app.setNotFoundHandler((request, reply) =>
-    sendError(
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? '';
+    const allowed = routeMethods.allowed(path);
+    if (allowed.length > 0) {
+      return sendError(
+        request,
+        reply,
+        new TokenProxyError(
+          'method_not_allowed',
+          `${path} does not answer to ${request.method}. Allowed: ${allowed.join(', ')}.`,
+          { headers: { allow: allowed.join(', ') } },
+        ),
+      );
+    }
+    return sendError(
       request,
       reply,
-      new TokenProxyError(
-        'route_not_found',
-        `No route ${request.method} ${request.url.split('?')[0] ?? ''}.`,
-      ),
-    ),
-  );
+      new TokenProxyError('route_not_found', `No route ${request.method} ${path}.`),
+    );
+  });
 
+  for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
   await app.register(swagger, {
+    // Shared schemas keep their names: #/components/schemas/Token, not def-3.
+    refResolver: {
+      buildLocalReference: (json, _baseUri, _fragment, i) =>
+        typeof json.$id === 'string' ? json.$id : `def-${i}`,
+    },
     openapi: {
       openapi: '3.1.0',
       info: {
@@ -124,6 +173,26 @@ export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promis
     (v1, _opts, done) => {
       const api = v1 as unknown as ApiServer;
       api.decorateRequest('account', null as unknown as never);
+      api.addHook('onRoute', (route) => {
+        const schema = route.schema as Record<string, unknown> | undefined;
+        if (schema === undefined || schema.hide === true) return;
+        const method = typeof route.method === 'string' ? route.method : '';
+        if (method === 'HEAD') return;
+        schema.response = {
+          ...errorResponses({
+            method,
+            url: route.url,
+            hasBody: schema.body !== undefined,
+            hasParams: schema.params !== undefined,
+          }),
+          ...(schema.response as object | undefined),
+        };
+        if (method === 'POST') schema.headers ??= IdempotencyHeaders;
+      });
+      api.addHook('preValidation', (request, _reply, done) => {
+        coerceLimit(request.query);
+        done();
+      });
       api.addHook('onRequest', async (request) => {
         if (request.routeOptions.url === '/v1/openapi.json') return;
         request.account = await authenticate(deps, request.headers.authorization);

@@ -181,6 +181,8 @@ export function sendError(
   error: TokenProxyError,
 ): FastifyReply {
   if (error.headers) void reply.headers(error.headers);
+  // Also set here for answers Fastify gives outside the route's hooks (frameworkErrors).
+  void reply.header('x-request-id', request.id);
   return reply.code(error.status).send({
     error: {
       type: error.type,

@@ -5,11 +5,11 @@ import { decodeCursor, encodeCursor } from './cursor.js';
 const DEFAULT_LIMIT = 20;
 
 /** `?limit=` (1–100, default 20; outside is a 400, not clamped — DESIGN §10) and `?cursor=`. */
-export function pageQuery(query: { limit?: string | undefined; cursor?: string | undefined }): PageQuery {
+export function pageQuery(query: { limit?: number | undefined; cursor?: string | undefined }): PageQuery {
   let limit = DEFAULT_LIMIT;
   if (query.limit !== undefined) {
-    limit = /^\d{1,3}$/.test(query.limit) ? Number(query.limit) : NaN;
-    if (!(limit >= 1 && limit <= 100)) {
+    limit = query.limit;
+    if (!(Number.isInteger(limit) && limit >= 1 && limit <= 100)) {
       throw new TokenProxyError(
         'invalid_parameter',
         'Query parameter "limit" must be an integer from 1 to 100.',
@@ -59,4 +59,16 @@ export function listBody<R, V>(
     has_more: page.hasMore,
     next_cursor: page.hasMore && last !== undefined ? encodeCursor(position(last)) : null,
   };
+}
+
+/**
+ * `?limit=` arrives as text; digits become the number the schema (and the OpenAPI document) says it
+ * is. Anything else stays text and fails validation as "expected integer". Runs as a preValidation
+ * hook: types are deliberately not coerced anywhere else ("5" is not 5 in a body).
+ */
+export function coerceLimit(query: unknown): void {
+  const q = query as Record<string, unknown> | null;
+  if (q !== null && typeof q === 'object' && typeof q.limit === 'string' && /^\d{1,9}$/.test(q.limit)) {
+    q.limit = Number(q.limit);
+  }
 }

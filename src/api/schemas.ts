@@ -1,4 +1,4 @@
-import { Type, type TSchema } from 'typebox';
+import { Type, type Static, type TObject, type TSchema, type TUnsafe } from 'typebox';
 
 /**
  * JSON Schemas of the management API. The same objects validate requests, shape responses and
@@ -8,7 +8,7 @@ import { Type, type TSchema } from 'typebox';
 const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC with milliseconds' });
 const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
 
-export const ErrorBody = Type.Object({
+const ErrorBodySchema = Type.Object({
   error: Type.Object({
     type: Type.String(),
     code: Type.String(),
@@ -30,7 +30,7 @@ export const RateLimitSchema = Type.Object(
   { additionalProperties: false },
 );
 
-export const TokenObject = Type.Object({
+const TokenObjectSchema = Type.Object({
   token_id: Type.String(),
   name: Type.String(),
   target_provider: Type.String(),
@@ -48,12 +48,12 @@ export const TokenObject = Type.Object({
   proxy_base_url: Type.String(),
 });
 
-export const CreatedTokenObject = Type.Object({
-  ...TokenObject.properties,
+const CreatedTokenObjectSchema = Type.Object({
+  ...TokenObjectSchema.properties,
   sanitized_key: Type.String({ description: 'The sanitized token. Returned only here, once.' }),
 });
 
-export const KeyObject = Type.Object({
+const KeyObjectSchema = Type.Object({
   key_id: Type.String(),
   name: Type.String(),
   provider: Type.String(),
@@ -66,7 +66,7 @@ export const KeyObject = Type.Object({
 
 const NullableCount = Type.Union([Type.Integer(), Type.Null()]);
 
-export const AccountObject = Type.Object({
+const AccountObjectSchema = Type.Object({
   account_id: Type.String(),
   name: Type.String(),
   plan: Type.String(),
@@ -76,7 +76,7 @@ export const AccountObject = Type.Object({
   created_at: Timestamp,
 });
 
-export const ProviderObject = Type.Object({
+const ProviderObjectSchema = Type.Object({
   id: Type.String(),
   base_url: Type.String(),
   auth: Type.String({ description: '"bearer" or "header:<name>"' }),
@@ -86,7 +86,7 @@ export const ProviderObject = Type.Object({
 
 const NullableString = Type.Union([Type.String(), Type.Null()]);
 
-export const RequestLogObject = Type.Object({
+const RequestLogObjectSchema = Type.Object({
   request_id: Type.String({ description: 'also sent to the caller in the x-tokenproxy-request-id header' }),
   timestamp: Timestamp,
   token_id: Type.Union([Type.String(), Type.Null()], { description: 'null when no token matched' }),
@@ -103,7 +103,7 @@ export const RequestLogObject = Type.Object({
   }),
 });
 
-export const AnomalyObject = Type.Object({
+const AnomalyObjectSchema = Type.Object({
   anomaly_id: Type.String(),
   timestamp: Timestamp,
   token_id: Type.String(),
@@ -127,7 +127,9 @@ export function listOf<T extends TSchema>(item: T) {
 }
 
 export const ListQuery = {
-  limit: Type.Optional(Type.String({ description: 'page size, 1 to 100 (default 20)' })),
+  // Query strings are text: `coerceLimit` turns digits into a number before validation, so the
+  // document says "integer" and validation checks the range (types are not coerced elsewhere).
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'page size' })),
   cursor: Type.Optional(Type.String({ description: 'next_cursor of the previous page' })),
 };
 
@@ -178,7 +180,7 @@ export const PatchAccountBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const WebhookObject = Type.Object({
+const WebhookObjectSchema = Type.Object({
   webhook_id: Type.String(),
   url: Type.String(),
   events: Type.Array(Type.String(), { description: 'event types delivered, or ["*"] for all' }),
@@ -192,8 +194,8 @@ export const WebhookObject = Type.Object({
   }),
 });
 
-export const CreatedWebhookObject = Type.Object({
-  ...WebhookObject.properties,
+const CreatedWebhookObjectSchema = Type.Object({
+  ...WebhookObjectSchema.properties,
   secret: Type.String({ description: 'Signing secret (whsec_…). Returned only here, once.' }),
 });
 
@@ -205,9 +207,35 @@ export const CreateWebhookBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const EventObject = Type.Object({
+const EventObjectSchema = Type.Object({
   id: Type.String({ description: 'evt_…; also the webhook-id header of its deliveries' }),
   type: Type.String(),
   created_at: Timestamp,
   data: Type.Record(Type.String(), Type.Unknown()),
 });
+
+// Response objects are shared components: registered once (`addSchema`) and referenced by `$ref`
+// from each route, so /v1/openapi.json names them (`#/components/schemas/Token`) and clients
+// generated from it get one type per object.
+
+const components: { $id: string }[] = [];
+
+function component<T extends TObject>(id: string, schema: T): TUnsafe<Static<T>> {
+  components.push({ ...schema, $id: id });
+  return Type.Unsafe<Static<T>>({ $ref: `${id}#` });
+}
+
+export const ErrorBody = component('Error', ErrorBodySchema);
+export const TokenObject = component('Token', TokenObjectSchema);
+export const CreatedTokenObject = component('CreatedToken', CreatedTokenObjectSchema);
+export const KeyObject = component('Key', KeyObjectSchema);
+export const AccountObject = component('Account', AccountObjectSchema);
+export const ProviderObject = component('Provider', ProviderObjectSchema);
+export const RequestLogObject = component('RequestLog', RequestLogObjectSchema);
+export const AnomalyObject = component('Anomaly', AnomalyObjectSchema);
+export const WebhookObject = component('Webhook', WebhookObjectSchema);
+export const CreatedWebhookObject = component('CreatedWebhook', CreatedWebhookObjectSchema);
+export const EventObject = component('Event', EventObjectSchema);
+
+/** Every shared component, for `addSchema` before the routes that reference them. */
+export const SHARED_SCHEMAS: readonly { $id: string }[] = components;

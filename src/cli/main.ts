@@ -1,6 +1,6 @@
 import { Command, CommanderError, Option } from 'commander';
 import { ConfigError, loadConfig, type Config } from '../config/load.js';
-import { SETTINGS, envName, flagName } from '../config/settings.js';
+import { SETTINGS, envName, flagName, type SettingSpec } from '../config/settings.js';
 import { PLAN_NAMES, type PlanName } from '../store/records.js';
 import { VERSION } from '../version.js';
 
@@ -22,7 +22,8 @@ const defaultIo: CliIo = {
 export async function main(argv: readonly string[], io: CliIo = defaultIo): Promise<number> {
   const program = new Command('tokenproxy')
     .description('Credential-protecting proxy for provider APIs')
-    .version(VERSION)
+    .version(VERSION, '-v, --version', 'print the version')
+    .helpOption('-h, --help', 'show help (`tokenproxy <command> --help` for its options)')
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.stdout(s.trimEnd()), writeErr: (s) => io.stderr(s.trimEnd()) });
 
@@ -34,11 +35,12 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo): Prom
     },
   );
 
-  withSettings(program.command('migrate').description('Apply pending database migrations and exit')).action(
-    (opts: Record<string, unknown>) => {
-      result = migrate(opts, io);
-    },
-  );
+  withSettings(
+    program.command('migrate').description('Apply pending database migrations and exit'),
+    STORE_SETTINGS,
+  ).action((opts: Record<string, unknown>) => {
+    result = migrate(opts, io);
+  });
 
   const accounts = program.command('accounts').description('Manage accounts directly in the store');
   withSettings(
@@ -48,6 +50,7 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo): Prom
       .requiredOption('--name <name>', 'account name')
       .addOption(new Option('--plan <plan>', 'plan').choices(PLAN_NAMES).default('free'))
       .option('--json', 'print {"account_id", "api_key"} as JSON'),
+    STORE_SETTINGS,
   ).action((opts: Record<string, unknown>) => {
     result = createAccountCommand(opts, io);
   });
@@ -70,12 +73,22 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo): Prom
   }
 }
 
-/** Adds one flag per setting (from the settings table) plus `--config`. No defaults here: precedence lives in loadConfig. */
-function withSettings(cmd: Command): Command {
+/** The settings of commands that only open the store: `--help` lists what the command reads. */
+const STORE_SETTINGS: readonly string[] = ['data_dir', 'database'];
+
+/**
+ * Adds one flag per setting the command reads (all of them unless `only` is given) plus `--config`.
+ * The default is shown in the help text but not given to commander: a flag default would override
+ * the environment and the config file, and precedence lives in loadConfig.
+ */
+function withSettings(cmd: Command, only?: readonly string[]): Command {
   cmd.option('--config <file>', 'JSON config file (env TOKENPROXY_CONFIG)');
-  for (const spec of SETTINGS) {
+  for (const spec of SETTINGS as readonly SettingSpec[]) {
+    if (only !== undefined && !only.includes(spec.name)) continue;
     const flag = spec.kind.type === 'boolean' ? flagName(spec.name) : `${flagName(spec.name)} <value>`;
-    cmd.option(flag, `${spec.description} (env ${envName(spec.name)})`);
+    const shown =
+      spec.default === undefined || spec.secret === true ? '' : `default: ${String(spec.default)}; `;
+    cmd.option(flag, `${spec.description} (${shown}env ${envName(spec.name)})`);
   }
   return cmd;
 }

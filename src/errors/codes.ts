@@ -24,6 +24,10 @@ export const ERROR_CODES = {
   unknown_provider: { status: 400, type: 'invalid_request' },
   invalid_cursor: { status: 400, type: 'invalid_request' },
   provider_mismatch: { status: 400, type: 'invalid_request' },
+  method_not_allowed: { status: 405, type: 'invalid_request' },
+  malformed_request: { status: 400, type: 'invalid_request' },
+  request_timeout: { status: 408, type: 'invalid_request' },
+  headers_too_large: { status: 431, type: 'invalid_request' },
 
   // Account API keys
   missing_api_key: { status: 401, type: 'authentication' },

@@ -156,8 +156,6 @@ for (const fixture of databases) {
       for (const [method, url] of [
         ['GET', '/v1/nope'],
         ['GET', '/v1/tokens/abc/def'],
-        ['PUT', '/v1/tokens'],
-        ['POST', '/v1/account'],
         ['GET', '/v2/tokens'],
         ['GET', '/nope?secret=1'],
       ] as const) {
@@ -166,6 +164,24 @@ for (const fixture of databases) {
         expect(error.type).toBe('not_found');
         // The query string is not echoed.
         expect(error.message).not.toContain('secret=1');
+      }
+    });
+
+    it('answers a known path with the wrong method 405 method_not_allowed with Allow, with or without a key', async () => {
+      for (const [method, url, allow] of [
+        ['PUT', '/v1/tokens', 'GET, HEAD, POST'],
+        ['POST', '/v1/account?secret=1', 'GET, HEAD, PATCH'],
+        ['PATCH', '/v1/keys/key_x/rotate', 'POST'],
+      ] as const) {
+        for (const res of [
+          await owner.request(method, url),
+          await h.request(method, url, { apiKey: null }),
+        ]) {
+          const error = expectError(res, 405, 'method_not_allowed');
+          expect(res.headers.allow).toBe(allow);
+          expect(error.message).toContain(method);
+          expect(error.message).not.toContain('secret=1');
+        }
       }
     });
 

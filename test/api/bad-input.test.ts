@@ -4,6 +4,7 @@ import { startApiHarness, type ApiHarness, type ApiResponse } from '../support/a
 import { databases } from '../support/databases.js';
 import {
   createKey,
+  createToken,
   expectError,
   newClient,
   ok,
@@ -66,6 +67,27 @@ for (const fixture of databases) {
         expectError(await c.request('POST', '/v1/tokens'), 400, 'invalid_json');
         expectError(await c.request('POST', '/v1/keys'), 400, 'invalid_json');
         expectError(await c.request('PATCH', '/v1/account'), 400, 'invalid_json');
+      });
+
+      it('takes Content-Type: application/json with an empty body as no body (curl habits)', async () => {
+        // What `curl -X DELETE -H 'Content-Type: application/json' -d ''` sends.
+        const json = { raw: '', headers: { 'content-type': 'application/json', 'content-length': '0' } };
+        const created = await createToken(maker);
+        const revoked = ok<TokenJson>(await maker.request('DELETE', `/v1/tokens/${created.token_id}`, json));
+        expect(revoked.status).toBe('revoked');
+        ok(await maker.request('GET', '/v1/tokens', json));
+        ok(await maker.request('GET', '/v1/account', json));
+        // A body that is there but is not JSON is still refused, on any method.
+        expectError(
+          await maker.request('DELETE', `/v1/tokens/${created.token_id}`, {
+            raw: '{',
+            headers: { 'content-type': 'application/json' },
+          }),
+          400,
+          'invalid_json',
+        );
+        // And a POST that needs a body still says so.
+        expectError(await postRaw(''), 400, 'invalid_json');
       });
 
       it.each([

@@ -4,6 +4,7 @@ import { databases } from '../support/databases.js';
 import { KEY_FIELDS, TOKEN_FIELDS, ok } from './helpers.js';
 
 interface SchemaJson {
+  $ref?: string;
   type?: string | string[];
   properties?: Record<string, SchemaJson>;
   required?: string[];
@@ -15,9 +16,10 @@ interface SchemaJson {
 }
 
 interface OperationJson {
+  operationId?: string;
   requestBody?: { required?: boolean; content: Record<string, { schema: SchemaJson }> };
-  parameters?: { name: string; in: string; required?: boolean }[];
-  responses: Record<string, { content?: Record<string, { schema: SchemaJson }> }>;
+  parameters?: { name: string; in: string; required?: boolean; schema?: SchemaJson }[];
+  responses: Record<string, { description?: string; content?: Record<string, { schema: SchemaJson }> }>;
 }
 
 interface OpenApiJson {
@@ -25,7 +27,10 @@ interface OpenApiJson {
   info: { title: string; version: string };
   servers?: { url: string }[];
   paths: Record<string, Record<string, OperationJson>>;
-  components?: { securitySchemes?: Record<string, { type: string; scheme?: string }> };
+  components?: {
+    securitySchemes?: Record<string, { type: string; scheme?: string }>;
+    schemas?: Record<string, SchemaJson>;
+  };
   security?: Record<string, string[]>[];
 }
 
@@ -189,8 +194,18 @@ for (const fixture of databases) {
       expect(query('/keys')).toEqual(['cursor', 'limit']);
     });
 
+    /** A schema with its `$ref` (to #/components/schemas/…) followed. */
+    function resolve(schema: SchemaJson | undefined): SchemaJson | undefined {
+      const ref = schema?.$ref;
+      if (ref === undefined) return schema;
+      expect(ref).toMatch(/^#\/components\/schemas\/\w+$/);
+      const target = doc.components?.schemas?.[ref.split('/').pop() ?? ''];
+      expect(target, ref).toBeDefined();
+      return target;
+    }
+
     it('describes the response objects with the fields the API returns', () => {
-      const props = (schema: SchemaJson | undefined) => Object.keys(schema?.properties ?? {}).sort();
+      const props = (schema: SchemaJson | undefined) => Object.keys(resolve(schema)?.properties ?? {}).sort();
       const created = doc.paths['/tokens']?.post?.responses['201']?.content?.['application/json']?.schema;
       expect(props(created)).toEqual([...TOKEN_FIELDS, 'sanitized_key'].sort());
       const token = doc.paths['/tokens/{id}']?.get?.responses['200']?.content?.['application/json']?.schema;
@@ -200,12 +215,98 @@ for (const fixture of databases) {
       ).toEqual(TOKEN_FIELDS);
       const list = doc.paths['/tokens']?.get?.responses['200']?.content?.['application/json']?.schema;
       expect(props(list)).toEqual(['data', 'has_more', 'next_cursor', 'object']);
-      expect(props(list?.properties?.data?.items)).toEqual(TOKEN_FIELDS);
+      expect(props(resolve(list)?.properties?.data?.items)).toEqual(TOKEN_FIELDS);
       const key = doc.paths['/keys']?.post?.responses['201']?.content?.['application/json']?.schema;
       expect(props(key)).toEqual(KEY_FIELDS);
       // Nothing in any response schema could carry a real key or ciphertext.
-      const text = JSON.stringify(doc.paths);
+      const text = JSON.stringify([doc.paths, doc.components]);
       expect(text).not.toMatch(/"(ciphertext|real_key_ciphertext|digest)"/);
+    });
+
+    const operations = () =>
+      Object.entries(doc.paths).flatMap(([path, ops]) =>
+        Object.entries(ops).map(([method, op]) => ({ route: `${method.toUpperCase()} ${path}`, method, op })),
+      );
+
+    it('gives every operation a unique operationId', () => {
+      const ids = operations().map(({ route, op }) => {
+        expect(op.operationId, route).toMatch(/^[a-z][A-Za-z]+$/);
+        return op.operationId;
+      });
+      expect(new Set(ids).size).toBe(EXPECTED.length);
+      expect(doc.paths['/tokens']?.post?.operationId).toBe('createToken');
+      expect(doc.paths['/tokens/{id}']?.delete?.operationId).toBe('revokeToken');
+    });
+
+    it('declares limit as an integer from 1 to 100 on every list', () => {
+      const lists = operations().filter(({ op }) => op.parameters?.some((p) => p.name === 'cursor'));
+      expect(lists.map((l) => l.route).sort()).toEqual(
+        ['GET /tokens', 'GET /keys', 'GET /logs', 'GET /anomalies', 'GET /webhooks', 'GET /events'].sort(),
+      );
+      for (const { route, op } of lists) {
+        const limit = op.parameters?.find((p) => p.name === 'limit' && p.in === 'query');
+        expect(limit?.schema, route).toMatchObject({ type: 'integer', minimum: 1, maximum: 100 });
+      }
+    });
+
+    it('describes each error status an operation can answer with the one shared error schema', () => {
+      const error = doc.components?.schemas?.Error;
+      expect(Object.keys(error?.properties ?? {})).toEqual(['error']);
+      expect(Object.keys(error?.properties?.error?.properties ?? {}).sort()).toEqual(
+        ['code', 'message', 'param', 'request_id', 'type'].sort(),
+      );
+      const statuses = (op: OperationJson | undefined) =>
+        Object.keys(op?.responses ?? {})
+          .filter((s) => Number(s) >= 400)
+          .sort();
+      for (const { route, op } of operations()) {
+        const errors = statuses(op);
+        for (const status of ['400', '401', '500', '503']) expect(errors, route).toContain(status);
+        for (const status of errors) {
+          const response = op.responses[status];
+          expect(response?.content?.['application/json']?.schema.$ref, `${route} ${status}`).toBe(
+            '#/components/schemas/Error',
+          );
+          expect(response?.description, `${route} ${status}`).not.toBe('Default Response');
+        }
+        if (op.requestBody) for (const s of ['413', '415']) expect(errors, route).toContain(s);
+        if (route.includes('{id}')) expect(errors, route).toContain('404');
+      }
+      expect(statuses(doc.paths['/tokens']?.post)).toEqual(
+        ['400', '401', '403', '404', '409', '413', '415', '500', '503'].sort(),
+      );
+      expect(statuses(doc.paths['/tokens']?.get)).toEqual(['400', '401', '500', '503']);
+    });
+
+    it('declares the Idempotency-Key header on the POST routes, and only there', () => {
+      for (const { route, method, op } of operations()) {
+        const header = op.parameters?.find((p) => p.in === 'header' && /^idempotency-key$/i.test(p.name));
+        if (method === 'post') {
+          expect(header, route).toBeDefined();
+          expect(header?.required, route).toBe(false);
+        } else {
+          expect(header, route).toBeUndefined();
+        }
+      }
+    });
+
+    it('names the shared objects as components and references them', () => {
+      expect(Object.keys(doc.components?.schemas ?? {})).toEqual(
+        expect.arrayContaining(['Error', 'Token', 'CreatedToken', 'Key', 'Account', 'Webhook', 'Event']),
+      );
+      const ref = (path: string, method: string, status: string) =>
+        doc.paths[path]?.[method]?.responses[status]?.content?.['application/json']?.schema.$ref;
+      expect(ref('/tokens/{id}', 'get', '200')).toBe('#/components/schemas/Token');
+      expect(ref('/tokens/{id}', 'delete', '200')).toBe('#/components/schemas/Token');
+      expect(ref('/keys', 'post', '201')).toBe('#/components/schemas/Key');
+      expect(ref('/account', 'get', '200')).toBe('#/components/schemas/Account');
+      const list = doc.paths['/tokens']?.get?.responses['200']?.content?.['application/json']?.schema;
+      expect(list?.properties?.data?.items?.$ref).toBe('#/components/schemas/Token');
+      // Every $ref in the document points at a component that exists.
+      const refs = [...JSON.stringify(doc).matchAll(/"\$ref":"([^"]+)"/g)].map((m) => m[1] ?? '');
+      expect(refs.length).toBeGreaterThan(0);
+      for (const r of refs)
+        expect(doc.components?.schemas?.[r.replace('#/components/schemas/', '')], r).toBeDefined();
     });
 
     it('declares bearer authentication for the API', () => {

@@ -6,6 +6,7 @@ import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   AuthenticationError,
+  CertificateError,
   ConflictError,
   ConnectionError,
   InternalServerError,
@@ -19,7 +20,12 @@ import {
   verifyWebhook,
   type FetchLike,
 } from '../../clients/node/src/index.js';
-import { startClientTestServer, startDroppingProxy, type ClientTestServer } from './support.js';
+import {
+  startClientTestServer,
+  startCountingProxy,
+  startDroppingProxy,
+  type ClientTestServer,
+} from './support.js';
 
 const SANITIZED = /^svc_hb_[1-9A-HJ-NP-Za-km-z]{43}$/;
 const TOKEN_ID = /^[1-9A-HJ-NP-Za-km-z]{43}$/;
@@ -207,6 +213,41 @@ describe('@tokenproxy/client against a real server', () => {
     const err = await c.account.get().catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConnectionError);
     expect(String((err as Error).cause)).toMatch(/self.signed|certificate/i);
+  });
+
+  it('an untrusted certificate is a CertificateError saying how to trust it, and is not retried', async () => {
+    const counting = await startCountingProxy(t);
+    try {
+      const c = new TokenProxy({ apiKey: t.freeApiKey, baseUrl: counting.baseUrl, maxRetries: 2 });
+      const err = await c.tokens.create(tokenParams()).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(CertificateError);
+      expect(err).toBeInstanceOf(ConnectionError);
+      const e = err as CertificateError;
+      expect(e.code).toBe('certificate_untrusted');
+      expect(e.status).toBeUndefined();
+      expect(e.message).toContain('`ca` option');
+      expect(e.message).toContain('NODE_EXTRA_CA_CERTS=tokenproxy-data/tls/cert.pem');
+      expect(e.message).not.toContain(t.freeApiKey);
+      expect(counting.connections()).toBe(1);
+
+      // Through a user-supplied fetch (undici under Node) the same error, not retried either.
+      const viaFetch = new TokenProxy({
+        apiKey: t.freeApiKey,
+        baseUrl: counting.baseUrl,
+        maxRetries: 2,
+        fetch: fetch as unknown as FetchLike,
+      });
+      const fetchErr = await viaFetch.account.get().catch((x: unknown) => x);
+      expect(fetchErr).toBeInstanceOf(CertificateError);
+      expect((fetchErr as CertificateError).code).toBe('certificate_untrusted');
+      expect(counting.connections()).toBe(2);
+
+      // And trusting the generated certificate by path (the `ca` option) works through the same hop.
+      const trusted = new TokenProxy({ apiKey: t.freeApiKey, baseUrl: counting.baseUrl, ca: t.caFile });
+      expect((await trusted.account.get()).plan).toBe('free');
+    } finally {
+      await counting.close();
+    }
   });
 
   it('webhooks: create (secret once), list, get, delete, and a real delivery verifies', async (ctx) => {

@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   startClientTestServer,
+  startCountingProxy,
   startDroppingProxy,
   type ClientTestServer,
   type DroppingProxy,
@@ -12,13 +13,16 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 let t: ClientTestServer;
 let proxy: DroppingProxy;
+let counting: DroppingProxy;
 
 beforeAll(async () => {
   t = await startClientTestServer();
   proxy = await startDroppingProxy(t);
+  counting = await startCountingProxy(t);
 });
 afterAll(async () => {
   await proxy.close();
+  await counting.close();
   await t.stop();
 });
 
@@ -51,6 +55,7 @@ describe('Python client library (tokenproxy) against a real server', () => {
       TOKENPROXY_TEST_API_KEYS: apiKeys.join(','),
       TOKENPROXY_TEST_FREE_API_KEY: t.freeApiKey,
       TOKENPROXY_TEST_DROP_URL: proxy.baseUrl,
+      TOKENPROXY_TEST_COUNT_URL: counting.baseUrl,
       TOKENPROXY_TEST_HAS_WEBHOOKS: (await t.hasRoute('POST', '/webhooks')) ? '1' : '0',
     });
     expect(code, output).toBe(0);
@@ -60,5 +65,8 @@ describe('Python client library (tokenproxy) against a real server', () => {
     expect(output).not.toContain('no server');
     expect(output).toMatch(/test_retry_after_dropped_connection_creates_one_token .* \.\.\. ok/);
     expect(proxy.connections()).toBe(2);
+    // The untrusted certificate was not retried: one refused connection, one trusted call.
+    expect(output).toMatch(/test_untrusted_certificate_says_how_to_trust_it_and_is_not_retried .* \.\.\. ok/);
+    expect(counting.connections()).toBe(2);
   });
 });

@@ -137,3 +137,40 @@ export async function startDroppingProxy(t: ClientTestServer): Promise<DroppingP
       }),
   };
 }
+
+/**
+ * A plain TCP pass-through to the server that counts connections: a client that retries a refused
+ * certificate would open more than one. TLS is end to end (the client sees the server's own cert).
+ */
+export async function startCountingProxy(t: ClientTestServer): Promise<DroppingProxy> {
+  const upstream = new URL(t.baseUrl);
+  let connections = 0;
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    connections++;
+    const up = net.connect({ host: upstream.hostname, port: Number(upstream.port) });
+    sockets.add(client);
+    sockets.add(up);
+    client.pipe(up);
+    up.pipe(client);
+    const end = () => {
+      client.destroy();
+      up.destroy();
+    };
+    client.on('error', end);
+    up.on('error', end);
+    client.on('close', end);
+    up.on('close', end);
+  });
+  await new Promise<void>((resolve) => server.listen(0, upstream.hostname, resolve));
+  const port = (server.address() as net.AddressInfo).port;
+  return {
+    baseUrl: `https://${upstream.host.replace(/:\d+$/, '')}:${port}/v1`,
+    connections: () => connections,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -48,7 +48,14 @@ export const PROXY_URL = 'https://proxy.test:8444';
 
 export async function startApiHarness(
   fixture: DatabaseFixture,
-  options: { plan?: PlanName; providers?: Provider[]; now?: () => Date; metricsRegistry?: Registry } = {},
+  options: {
+    plan?: PlanName;
+    providers?: Provider[];
+    now?: () => Date;
+    metricsRegistry?: Registry;
+    /** Serve TLS, for tests that listen on a real socket. */
+    https?: { key: string; cert: string };
+  } = {},
 ): Promise<ApiHarness> {
   const db = await fixture.create();
   const vault = createLocalVault(randomBytes(32));
@@ -64,7 +71,7 @@ export async function startApiHarness(
       plans: PLANS,
       now,
     },
-    { logger, version: 'test', metricsRegistry: options.metricsRegistry },
+    { logger, version: 'test', metricsRegistry: options.metricsRegistry, https: options.https },
   );
   await app.ready();
   const own = await createAccount(db.store, 'harness', options.plan ?? 'free', now());

@@ -13,7 +13,7 @@ export interface RunResult {
 export function runCli(
   args: string[],
   env: Record<string, string | undefined> = {},
-  timeoutMs = 20_000,
+  timeoutMs = 60_000,
 ): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], { env: cleanEnv(env) });
@@ -59,7 +59,7 @@ export function startServe(
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`tokenproxy serve did not start in time\n${stderr}`));
-    }, 20_000);
+    }, 60_000);
     void exited.then((code) => {
       clearTimeout(timer);
       reject(new Error(`tokenproxy serve exited with ${String(code)}\n${stderr}`));

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fromWire, isPlainObject, toSnake } from './case.js';
-import { ConnectionError, TokenProxyError, errorForStatus } from './errors.js';
+import { CertificateError, ConnectionError, TokenProxyError, errorForStatus } from './errors.js';
 import { Page, PagePromise } from './pagination.js';
 import { ID_FIELDS, ROUTES, type RouteName } from './routes.js';
 import {
@@ -146,7 +146,8 @@ export class TokenProxy {
         response = await this.transport({ method, url, headers, body, timeoutMs });
       } catch (err) {
         // Every method is safe to repeat (GET, DELETE, PATCH of absolute values, POST with its key).
-        if (err instanceof ConnectionError && attempt < maxRetries) {
+        // A refused certificate is refused again: no retry, the message says how to trust it.
+        if (err instanceof ConnectionError && !(err instanceof CertificateError) && attempt < maxRetries) {
           await sleep(backoff(attempt));
           continue;
         }

@@ -54,6 +54,55 @@ export class InternalServerError extends TokenProxyError {}
 export class ConnectionError extends TokenProxyError {}
 /** No complete response within `timeoutMs`. */
 export class TimeoutError extends ConnectionError {}
+/**
+ * The server's TLS certificate was refused: `certificate_untrusted` (no trusted CA signed it, such
+ * as tokenproxy's generated self-signed certificate) or `certificate_invalid` (wrong host name,
+ * expired). Never retried: the next attempt would be refused the same way.
+ */
+export class CertificateError extends ConnectionError {}
+
+const UNTRUSTED = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_UNTRUSTED',
+]);
+const INVALID = new Set([
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_REVOKED',
+]);
+
+/** The CertificateError for a TLS verification failure (from node:https or fetch), else undefined. */
+export function certificateError(err: unknown): CertificateError | undefined {
+  const code = tlsCode(err) ?? tlsCode((err as { cause?: unknown } | null)?.cause);
+  if (code === undefined) return undefined;
+  if (UNTRUSTED.has(code)) {
+    return new CertificateError(
+      `The tokenproxy server's TLS certificate is not trusted (${code}). A server without tls_cert ` +
+        'uses the self-signed certificate in its data directory: pass it as the `ca` option ' +
+        "(new TokenProxy({ ca: 'tokenproxy-data/tls/cert.pem' })) or run Node with " +
+        'NODE_EXTRA_CA_CERTS=tokenproxy-data/tls/cert.pem.',
+      { code: 'certificate_untrusted', cause: err },
+    );
+  }
+  if (INVALID.has(code)) {
+    return new CertificateError(
+      `The tokenproxy server's TLS certificate does not fit this connection (${code}): check that ` +
+        'baseUrl uses a host name the certificate names, and that the certificate has not expired.',
+      { code: 'certificate_invalid', cause: err },
+    );
+  }
+  return undefined;
+}
+
+function tlsCode(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (UNTRUSTED.has(code) || INVALID.has(code)) ? code : undefined;
+}
 
 /** The error for an HTTP error response, by status family. */
 export function errorForStatus(status: number, message: string, details: ErrorDetails): TokenProxyError {

@@ -21,6 +21,7 @@ export {
   InternalServerError,
   ConnectionError,
   TimeoutError,
+  CertificateError,
   WebhookVerificationError,
 } from './errors.js';
 export { Page, PagePromise } from './pagination.js';

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
-import { ConnectionError, TimeoutError } from './errors.js';
+import { ConnectionError, TimeoutError, certificateError } from './errors.js';
 
 export interface TransportRequest {
   readonly method: string;
@@ -73,10 +73,11 @@ export function nodeTransport(options: { ca?: string | Buffer | undefined }): Tr
         fail(
           err instanceof ConnectionError
             ? err
-            : new ConnectionError(`Could not reach the tokenproxy API: ${err.message}`, {
-                code: 'connection_error',
-                cause: err,
-              }),
+            : (certificateError(err) ??
+                new ConnectionError(`Could not reach the tokenproxy API: ${err.message}`, {
+                  code: 'connection_error',
+                  cause: err,
+                })),
         );
       });
       req.on('response', (res) => {
@@ -122,6 +123,8 @@ export function fetchTransport(fetchImpl: FetchLike): Transport {
       if (controller.signal.aborted) {
         throw new TimeoutError(`No complete response within ${request.timeoutMs} ms.`, { code: 'timeout' });
       }
+      const untrusted = certificateError(err);
+      if (untrusted !== undefined) throw untrusted;
       const reason = err instanceof Error ? err.message : String(err);
       throw new ConnectionError(`Could not reach the tokenproxy API: ${reason}`, {
         code: 'connection_error',

@@ -7,10 +7,20 @@ import time
 import unittest
 from typing import Any, Dict, List
 
-from _support import API_KEYS, BASE_URL, CA_FILE, DROP_URL, FREE_API_KEY, HAS_WEBHOOKS, SERVER
+from _support import (
+    API_KEYS,
+    BASE_URL,
+    CA_FILE,
+    COUNT_URL,
+    DROP_URL,
+    FREE_API_KEY,
+    HAS_WEBHOOKS,
+    SERVER,
+)
 
 import tokenproxy
 from tokenproxy import (
+    APICertificateError,
     APIConnectionError,
     AuthenticationError,
     ConflictError,
@@ -161,6 +171,22 @@ class ServerTest(unittest.TestCase):
         with self.assertRaises(APIConnectionError) as cm:
             c.account.get()
         self.assertRegex(str(cm.exception.__cause__), r"(?i)certificate")
+
+    @unittest.skipUnless(COUNT_URL, "no counting proxy")
+    def test_untrusted_certificate_says_how_to_trust_it_and_is_not_retried(self) -> None:
+        c = TokenProxy(api_key=API_KEYS[0], base_url=COUNT_URL, max_retries=2)
+        with self.assertRaises(APICertificateError) as cm:
+            c.tokens.create(
+                name="x", provider="openai", real_key="sk-test-0123456789abcdefWXYZ", allowed_hosts=["a.com"]
+            )
+        err = cm.exception
+        self.assertIsInstance(err, APIConnectionError)
+        self.assertEqual(err.code, "certificate_untrusted")
+        self.assertIsNone(err.status)
+        self.assertIn("ca_file='tokenproxy-data/tls/cert.pem'", err.message)
+        self.assertNotIn(API_KEYS[0], str(err))
+        # Trusting the generated certificate works through the same hop (the Node side counts 2).
+        self.assertEqual(client(API_KEYS[0], base_url=COUNT_URL).account.get().plan, "unlimited")
 
     @unittest.skipUnless(HAS_WEBHOOKS, "POST /v1/webhooks is not in this server build yet")
     def test_webhooks_and_a_real_delivery(self) -> None:

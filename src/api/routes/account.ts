@@ -21,6 +21,7 @@ export function accountRoutes(app: ApiServer, deps: ApiDeps): void {
     {
       schema: {
         tags: TAG,
+        operationId: 'getAccount',
         summary: 'The account of the API key, with plan and usage',
         response: { 200: AccountObject },
       },
@@ -33,6 +34,7 @@ export function accountRoutes(app: ApiServer, deps: ApiDeps): void {
     {
       schema: {
         tags: TAG,
+        operationId: 'updateAccount',
         summary: 'Change the account name or alert e-mail',
         body: PatchAccountBody,
         response: { 200: AccountObject },

@@ -12,6 +12,7 @@ export function anomalyRoutes(app: ApiServer, deps: ApiDeps): void {
     {
       schema: {
         tags: ['anomalies'],
+        operationId: 'listAnomalies',
         summary: 'List the anomaly log (unauthorized requests and anomalous usage), newest first',
         querystring: Type.Object({ ...ListQuery, token_id: TokenIdQuery }, { additionalProperties: false }),
         response: { 200: listOf(AnomalyObject) },

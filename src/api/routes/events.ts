@@ -11,6 +11,7 @@ export function eventRoutes(app: ApiServer, deps: ApiDeps): void {
     {
       schema: {
         tags: ['events'],
+        operationId: 'listEvents',
         summary: 'List events, newest first (what webhooks receive)',
         querystring: Type.Object(
           { ...ListQuery, type: Type.Optional(Type.Union(EVENT_TYPES.map((t) => Type.Literal(t)))) },

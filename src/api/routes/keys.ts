@@ -16,6 +16,7 @@ export function keyRoutes(app: ApiServer, deps: ApiDeps): void {
     {
       schema: {
         tags: TAG,
+        operationId: 'createKey',
         summary: 'Store a provider key',
         body: CreateKeyBody,
         response: { 201: KeyObject },
@@ -43,6 +44,7 @@ export function keyRoutes(app: ApiServer, deps: ApiDeps): void {
     {
       schema: {
         tags: TAG,
+        operationId: 'listKeys',
         summary: 'List provider keys, newest first',
         querystring: Type.Object(ListQuery, { additionalProperties: false }),
         response: { 200: listOf(KeyObject) },
@@ -57,7 +59,15 @@ export function keyRoutes(app: ApiServer, deps: ApiDeps): void {
 
   app.get(
     '/keys/:id',
-    { schema: { tags: TAG, summary: 'Get a provider key', params: IdParams, response: { 200: KeyObject } } },
+    {
+      schema: {
+        tags: TAG,
+        operationId: 'getKey',
+        summary: 'Get a provider key',
+        params: IdParams,
+        response: { 200: KeyObject },
+      },
+    },
     async (request) => {
       const key = isId('key', request.params.id)
         ? await deps.store.keys.get(request.account.id, request.params.id, deps.now().toISOString())
@@ -72,6 +82,7 @@ export function keyRoutes(app: ApiServer, deps: ApiDeps): void {
     {
       schema: {
         tags: TAG,
+        operationId: 'rotateKey',
         summary: 'Replace the real key; tokens using it keep working',
         params: IdParams,
         body: RotateKeyBody,
@@ -97,6 +108,7 @@ export function keyRoutes(app: ApiServer, deps: ApiDeps): void {
     {
       schema: {
         tags: TAG,
+        operationId: 'deleteKey',
         summary: 'Delete a provider key: destroys its ciphertext and revokes its tokens (idempotent)',
         params: IdParams,
         response: { 200: KeyObject },

@@ -31,6 +31,7 @@ export function logRoutes(app: ApiServer, deps: ApiDeps): void {
     {
       schema: {
         tags: ['logs'],
+        operationId: 'listLogs',
         summary: 'List request-log records, newest first',
         querystring: Type.Object(
           {

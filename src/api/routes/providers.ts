@@ -8,6 +8,7 @@ export function providerRoutes(app: ApiServer, deps: ApiDeps): void {
     {
       schema: {
         tags: ['providers'],
+        operationId: 'listProviders',
         summary: 'Providers tokens can target',
         response: { 200: listOf(ProviderObject) },
       },

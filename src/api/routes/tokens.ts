@@ -32,6 +32,7 @@ export function tokenRoutes(app: ApiServer, deps: ApiDeps): void {
     {
       schema: {
         tags: TAG,
+        operationId: 'createToken',
         summary: 'Create a sanitized token',
         body: CreateTokenBody,
         response: { 201: CreatedTokenObject },
@@ -159,6 +160,7 @@ export function tokenRoutes(app: ApiServer, deps: ApiDeps): void {
     {
       schema: {
         tags: TAG,
+        operationId: 'listTokens',
         summary: 'List tokens, newest first',
         querystring: Type.Object(
           {
@@ -183,7 +185,15 @@ export function tokenRoutes(app: ApiServer, deps: ApiDeps): void {
 
   app.get(
     '/tokens/:id',
-    { schema: { tags: TAG, summary: 'Get a token', params: IdParams, response: { 200: TokenObject } } },
+    {
+      schema: {
+        tags: TAG,
+        operationId: 'getToken',
+        summary: 'Get a token',
+        params: IdParams,
+        response: { 200: TokenObject },
+      },
+    },
     async (request) => {
       const token = isTokenId(request.params.id)
         ? await deps.store.tokens.get(request.account.id, request.params.id)
@@ -198,6 +208,7 @@ export function tokenRoutes(app: ApiServer, deps: ApiDeps): void {
     {
       schema: {
         tags: TAG,
+        operationId: 'revokeToken',
         summary: 'Revoke a token (idempotent)',
         params: IdParams,
         response: { 200: TokenObject },

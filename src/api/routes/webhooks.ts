@@ -28,6 +28,7 @@ export function webhookRoutes(app: ApiServer, deps: ApiDeps): void {
     {
       schema: {
         tags: TAG,
+        operationId: 'createWebhook',
         summary: 'Add a webhook endpoint; the signing secret is returned only here',
         body: CreateWebhookBody,
         response: { 201: CreatedWebhookObject },
@@ -72,6 +73,7 @@ export function webhookRoutes(app: ApiServer, deps: ApiDeps): void {
     {
       schema: {
         tags: TAG,
+        operationId: 'listWebhooks',
         summary: 'List webhook endpoints, newest first',
         querystring: Type.Object(ListQuery, { additionalProperties: false }),
         response: { 200: listOf(WebhookObject) },
@@ -86,6 +88,7 @@ export function webhookRoutes(app: ApiServer, deps: ApiDeps): void {
     {
       schema: {
         tags: TAG,
+        operationId: 'getWebhook',
         summary: 'Get a webhook endpoint',
         params: IdParams,
         response: { 200: WebhookObject },
@@ -105,6 +108,7 @@ export function webhookRoutes(app: ApiServer, deps: ApiDeps): void {
     {
       schema: {
         tags: TAG,
+        operationId: 'deleteWebhook',
         summary: 'Delete a webhook endpoint and drop its pending deliveries',
         params: IdParams,
         response: { 200: WebhookObject },

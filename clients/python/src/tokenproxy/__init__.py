@@ -14,6 +14,7 @@ from ._client import (
     __version__,
 )
 from ._errors import (
+    APICertificateError,
     APIConnectionError,
     APITimeoutError,
     AuthenticationError,
@@ -69,6 +70,7 @@ __all__ = [
     "InternalServerError",
     "APIConnectionError",
     "APITimeoutError",
+    "APICertificateError",
     "WebhookVerificationError",
     "Account",
     "AccountLimits",

@@ -12,7 +12,13 @@ import urllib.request
 from datetime import datetime
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union
 
-from ._errors import APIConnectionError, APITimeoutError, TokenProxyError, error_for_status
+from ._errors import (
+    APICertificateError,
+    APIConnectionError,
+    APITimeoutError,
+    TokenProxyError,
+    error_for_status,
+)
 from ._models import (
     Account,
     Anomaly,
@@ -141,6 +147,9 @@ class TokenProxy:
         while True:
             try:
                 status, resp_headers, raw = self._transport(method, url, headers, data, self.timeout)
+            except APICertificateError:
+                # A refused certificate is refused again: no retry, the message says how to trust it.
+                raise
             except APIConnectionError:
                 # Every method is safe to repeat (GET, DELETE, PATCH of absolute values, POST with
                 # its key).
@@ -464,7 +473,11 @@ def _urllib_transport(context: ssl.SSLContext) -> Transport:
             raise APITimeoutError(
                 f"No complete response within {timeout} s.", code="timeout"
             ) from err
+        except ssl.SSLCertVerificationError as err:
+            raise _certificate_error(err) from err
         except urllib.error.URLError as err:
+            if isinstance(err.reason, ssl.SSLCertVerificationError):
+                raise _certificate_error(err.reason) from err
             if isinstance(err.reason, (socket.timeout, TimeoutError)):
                 raise APITimeoutError(
                     f"No complete response within {timeout} s.", code="timeout"
@@ -478,6 +491,26 @@ def _urllib_transport(context: ssl.SSLContext) -> Transport:
             ) from err
 
     return send
+
+
+# OpenSSL verify codes: the chain does not end at a trusted CA (self-signed, unknown issuer).
+_UNTRUSTED = {18, 19, 20, 21, 27}
+
+
+def _certificate_error(err: ssl.SSLCertVerificationError) -> APICertificateError:
+    detail = getattr(err, "verify_message", None) or str(err)
+    if getattr(err, "verify_code", None) in _UNTRUSTED:
+        return APICertificateError(
+            f"The tokenproxy server's TLS certificate is not trusted ({detail}). A server without "
+            "tls_cert uses the self-signed certificate in its data directory: pass it as "
+            "TokenProxy(ca_file='tokenproxy-data/tls/cert.pem').",
+            code="certificate_untrusted",
+        )
+    return APICertificateError(
+        f"The tokenproxy server's TLS certificate does not fit this connection ({detail}): check "
+        "that base_url uses a host name the certificate names, and that it has not expired.",
+        code="certificate_invalid",
+    )
 
 
 class _NoRaise(urllib.request.HTTPErrorProcessor):

@@ -73,6 +73,12 @@ class APITimeoutError(APIConnectionError):
     """No complete response within ``timeout``."""
 
 
+class APICertificateError(APIConnectionError):
+    """The server's TLS certificate was refused: ``certificate_untrusted`` (no trusted CA signed it,
+    such as tokenproxy's generated self-signed certificate) or ``certificate_invalid`` (wrong host
+    name, expired). Never retried: the next attempt would be refused the same way."""
+
+
 class WebhookVerificationError(Exception):
     """The signature, timestamp or headers of a webhook delivery do not check out."""
 

@@ -1,0 +1,87 @@
+import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { spawn } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { SETTINGS, envName, flagName, type SettingSpec } from '../../src/config/settings.js';
+import { BIN, runCli } from '../support/cli.js';
+
+const pkg = JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as {
+  version: string;
+};
+
+/** The `--flag` names a help text lists, in order. */
+function flags(help: string): string[] {
+  return [...help.matchAll(/^\s+(?:-\w, )?(--[a-z-]+)/gm)].map((m) => m[1] ?? '');
+}
+
+/** Help text with commander's line wrapping undone, so a description can be matched whole. */
+function unwrapped(help: string): string {
+  return help.replace(/\n\s+(?![-\s])/g, ' ');
+}
+
+describe('tokenproxy --help, --version', () => {
+  it.each([['--version'], ['-v']])('%s prints the version', async (flag) => {
+    const res = await runCli([flag]);
+    expect(res.code).toBe(0);
+    expect(res.stdout.trim()).toBe(pkg.version);
+  });
+
+  it('`accounts create --help` lists its own options and only the settings it reads', async () => {
+    const res = await runCli(['accounts', 'create', '--help']);
+    expect(res.code).toBe(0);
+    expect(flags(res.stdout).sort()).toEqual(
+      ['--name', '--plan', '--json', '--config', '--data-dir', '--database', '--help'].sort(),
+    );
+    const text = unwrapped(res.stdout);
+    expect(text).toMatch(/--plan <plan>\s+plan \(choices: "free", "unlimited", default: "free"\)/);
+    expect(text).toContain('default: ./tokenproxy-data; env TOKENPROXY_DATA_DIR');
+  });
+
+  it('`migrate --help` lists the store settings only', async () => {
+    const res = await runCli(['migrate', '--help']);
+    expect(res.code).toBe(0);
+    expect(flags(res.stdout).sort()).toEqual(['--config', '--data-dir', '--database', '--help'].sort());
+  });
+
+  it('`serve --help` lists every setting with its default and environment variable', async () => {
+    const res = await runCli(['serve', '--help']);
+    expect(res.code).toBe(0);
+    const text = unwrapped(res.stdout);
+    const specs = SETTINGS as readonly SettingSpec[];
+    expect(flags(res.stdout).sort()).toEqual(
+      ['--config', '--help', ...specs.map((s) => flagName(s.name))].sort(),
+    );
+    for (const spec of specs) {
+      const line = text.split('\n').find((l) => l.trimStart().startsWith(`${flagName(spec.name)} `));
+      expect(line, spec.name).toBeDefined();
+      expect(line, spec.name).toContain(`env ${envName(spec.name)}`);
+      if (spec.default !== undefined && spec.secret !== true) {
+        expect(line, spec.name).toContain(`default: ${String(spec.default)};`);
+      } else {
+        expect(line, spec.name).not.toContain('default:');
+      }
+    }
+    expect(text).toContain('default: 8443; env TOKENPROXY_API_PORT');
+  });
+
+  it('a clone that was not built says to run npm ci instead of printing a stack trace', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'tokenproxy-unbuilt-'));
+    try {
+      await mkdir(path.join(dir, 'bin'));
+      await copyFile(BIN, path.join(dir, 'bin', 'tokenproxy'));
+      await writeFile(path.join(dir, 'package.json'), JSON.stringify({ type: 'module' }));
+      const res = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, [path.join(dir, 'bin', 'tokenproxy'), '--version']);
+        let stderr = '';
+        child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+        child.on('close', (code) => resolve({ code, stderr }));
+      });
+      expect(res.code).toBe(1);
+      expect(res.stderr).toContain('tokenproxy is not built: run npm ci');
+      expect(res.stderr).not.toMatch(/ERR_MODULE_NOT_FOUND|\n\s+at /);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
