@@ -67,6 +67,20 @@ for (const fixture of databases) {
       clock += 2 * 60 * 60_000;
     });
 
+    it('IPv6 backoff is per /64: another address of the /64 is still in backoff, IPv4 per address', async () => {
+      expect((await h.send('/openai/v1/models', from('2001:db8:77:1::1'))).status).toBe(403);
+      const hop = await h.send('/openai/v1/models', from('2001:db8:77:1:abcd::99'));
+      expect([hop.status, hop.json.error?.code, hop.headers['retry-after']]).toEqual([429, 'ip_backoff', '2']);
+      // The neighbouring /64 is another client.
+      expect((await h.send('/openai/v1/models', from('2001:db8:77:2::1'))).status).toBe(403);
+      // IPv4 stays per address; an IPv4-mapped spelling is the same IPv4 client.
+      const v4 = freshIp();
+      expect((await h.send('/openai/v1/models', from(v4))).status).toBe(403);
+      expect((await h.send('/openai/v1/models', from(`::ffff:${v4}`))).json.error?.code).toBe('ip_backoff');
+      expect((await h.send('/openai/v1/models', from(freshIp()))).status).toBe(403);
+      clock += 2 * 60 * 60_000;
+    });
+
     it('authorized requests from a backed-off IP still succeed', async () => {
       const ip = freshIp();
       expect((await h.send('/openai/v1/models', from(ip))).status).toBe(403);
