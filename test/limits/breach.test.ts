@@ -70,7 +70,11 @@ for (const fixture of databases) {
     it('IPv6 backoff is per /64: another address of the /64 is still in backoff, IPv4 per address', async () => {
       expect((await h.send('/openai/v1/models', from('2001:db8:77:1::1'))).status).toBe(403);
       const hop = await h.send('/openai/v1/models', from('2001:db8:77:1:abcd::99'));
-      expect([hop.status, hop.json.error?.code, hop.headers['retry-after']]).toEqual([429, 'ip_backoff', '2']);
+      expect([hop.status, hop.json.error?.code, hop.headers['retry-after']]).toEqual([
+        429,
+        'ip_backoff',
+        '2',
+      ]);
       // The neighbouring /64 is another client.
       expect((await h.send('/openai/v1/models', from('2001:db8:77:2::1'))).status).toBe(403);
       // IPv4 stays per address; an IPv4-mapped spelling is the same IPv4 client.
