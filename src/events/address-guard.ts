@@ -49,7 +49,7 @@ export interface ResolvedAddress {
 export type HostResolver = (hostname: string) => Promise<readonly ResolvedAddress[]>;
 
 export const systemResolver: HostResolver = async (hostname) => {
-  const answers = await lookup(hostname, { all: true, verbatim: true });
+  const answers = await lookup(hostname, { all: true, order: 'verbatim' });
   return answers.map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
 };
 
