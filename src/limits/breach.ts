@@ -74,6 +74,7 @@ export function createBreachHandler(options: BreachHandlerOptions): BreachHandle
   const pending = new Map<string, Pending>();
   const quiet = new Map<string, number>();
   const summaries = new Map<string, BreachSummary>();
+  let warnedFull = false;
 
   function fail(what: string): (err: unknown) => void {
     return (err: unknown) => logger?.error({ err: errorName(err) }, what);
@@ -102,9 +103,12 @@ export function createBreachHandler(options: BreachHandlerOptions): BreachHandle
     let summary = summaries.get(attempt.tokenId);
     if (summary === undefined) {
       if (summaries.size >= MAX_SUMMARIES) {
-        logger?.warn(
-          'breach summaries full: attempts left out of the alerts (every one is in the anomaly log)',
-        );
+        // Once per flush period, not once per attempt: the flood must not become a log flood.
+        if (!warnedFull)
+          logger?.warn(
+            'breach summaries full: attempts left out of the alerts (every one is in the anomaly log)',
+          );
+        warnedFull = true;
         return;
       }
       summary = new BreachSummary(attempt.accountId, attempt.tokenId, dueAt);
@@ -187,6 +191,7 @@ export function createBreachHandler(options: BreachHandlerOptions): BreachHandle
       const covered = await counters.flushCoalesced(key, at, interval);
       if (covered > 0) await alert(t.attempt, covered, at);
     }
+    warnedFull = false;
     // After the tuples: a trailing alert held back by the caps joins a summary that is due now.
     for (const [tokenId, summary] of summaries) {
       if (at < summary.dueAt) continue;
