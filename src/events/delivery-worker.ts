@@ -1,10 +1,24 @@
 import type { Logger } from 'pino';
 import type { ClaimedDelivery } from '../store/records.js';
-import type { DeliveryOutcome, DisablePolicy, Store } from '../store/store.js';
+import type { ClaimFilter, DeliveryOutcome, DisablePolicy, Store } from '../store/store.js';
 import type { AttemptResult } from './webhook-sender.js';
 
 /** Sends one claimed delivery. `permanent` failures are not retried (nothing left to send it to). */
 export type DeliverySender = (delivery: ClaimedDelivery) => Promise<AttemptResult & { permanent?: boolean }>;
+
+/**
+ * A share of the worker's attempts with its own slots. Each lane claims only what its filter
+ * admits, so work of one kind (hanging webhook endpoints) cannot hold the slots of another (breach
+ * alerts, e-mail).
+ */
+export interface DeliveryLane {
+  readonly name: string;
+  readonly filter: Pick<ClaimFilter, 'channel' | 'eventTypes'>;
+  /** Attempts in flight at most in this lane. */
+  readonly concurrency: number;
+  /** Attempts in flight at most per account in this lane: one account cannot fill the lane. */
+  readonly perAccount: number;
+}
 
 export interface DeliveryWorkerOptions {
   readonly store: Pick<Store, 'deliveries'>;
@@ -14,8 +28,9 @@ export interface DeliveryWorkerOptions {
   /** Delays between attempts; after the last one fails the delivery is marked failed. */
   readonly retrySchedule: readonly number[];
   readonly disableAfterMs: number;
-  /** Attempts in flight at most, across webhooks and e-mail. */
-  readonly concurrency: number;
+  readonly lanes: readonly DeliveryLane[];
+  /** Attempts in flight at most per webhook endpoint, across the lanes. */
+  readonly perWebhook: number;
   readonly pollIntervalMs: number;
   /** How long a claimed attempt is reserved; longer than any attempt can take. */
   readonly leaseMs: number;
@@ -30,19 +45,84 @@ export interface DeliveryWorker {
   close(): Promise<void>;
 }
 
+/** In-flight attempts of one lane, per account. */
+interface LaneState {
+  readonly lane: DeliveryLane;
+  size: number;
+  readonly accounts: Map<string, number>;
+}
+
 /**
  * The outbox's sender. It runs beside the servers with a bounded number of attempts in flight, so
  * the proxy and the API never wait on a receiver. Claims are leased: another process sharing the
  * outbox skips what this one holds, and a crash only delays its attempts until the lease runs out.
+ *
+ * Scheduling is fair (DESIGN §6: one account's alerts are never queued behind another account's
+ * deliveries): each lane has its own slots, an account holds at most `perAccount` of a lane's slots
+ * and an endpoint at most `perWebhook` attempts, and every claim takes one delivery per account,
+ * oldest first, so a slot that frees goes to the account that has waited longest.
  */
 export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWorker {
   const { logger } = options;
   const inFlight = new Set<Promise<void>>();
+  const lanes: LaneState[] = options.lanes.map((lane) => ({ lane, size: 0, accounts: new Map() }));
+  const webhooks = new Map<string, number>();
   let closed = false;
   let ticking = false;
   let again = false;
   let storeFailures = 0;
   let idleWaiters: (() => void)[] = [];
+
+  const bump = (map: Map<string, number>, key: string, by: number): void => {
+    const n = (map.get(key) ?? 0) + by;
+    if (n <= 0) map.delete(key);
+    else map.set(key, n);
+  };
+  const full = (map: Map<string, number>, cap: number): string[] => {
+    const out: string[] = [];
+    for (const [key, n] of map) if (n >= cap) out.push(key);
+    return out;
+  };
+
+  /** Fills one lane's free slots with what is due and allowed. */
+  async function fill(state: LaneState): Promise<void> {
+    const { lane } = state;
+    while (!closed && state.size < lane.concurrency) {
+      const now = options.now();
+      const claimed = await options.store.deliveries.claim(
+        now.toISOString(),
+        new Date(now.getTime() + options.leaseMs).toISOString(),
+        lane.concurrency - state.size,
+        {
+          ...lane.filter,
+          skipAccounts: full(state.accounts, lane.perAccount),
+          skipWebhooks: full(webhooks, options.perWebhook),
+          perAccount: 1,
+          perWebhook: 1,
+        },
+      );
+      storeFailures = 0;
+      if (claimed.length === 0) return;
+      for (const delivery of claimed) start(state, delivery);
+    }
+  }
+
+  function start(state: LaneState, delivery: ClaimedDelivery): void {
+    const account = delivery.event.accountId;
+    const webhook = delivery.channel === 'webhook' ? delivery.webhook?.id : undefined;
+    state.size++;
+    bump(state.accounts, account, 1);
+    if (webhook !== undefined) bump(webhooks, webhook, 1);
+    const attempt = run(delivery).finally(() => {
+      inFlight.delete(attempt);
+      state.size--;
+      bump(state.accounts, account, -1);
+      if (webhook !== undefined) bump(webhooks, webhook, -1);
+      // A slot is free: there may be more due work waiting for it.
+      void tick();
+    });
+    inFlight.add(attempt);
+  }
 
   async function tick(): Promise<void> {
     if (closed) return;
@@ -54,24 +134,8 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
     try {
       do {
         again = false;
-        const room = options.concurrency - inFlight.size;
-        if (room <= 0) break;
-        const now = options.now();
-        const claimed = await options.store.deliveries.claim(
-          now.toISOString(),
-          new Date(now.getTime() + options.leaseMs).toISOString(),
-          room,
-        );
-        storeFailures = 0;
-        for (const delivery of claimed) {
-          const attempt = run(delivery).finally(() => {
-            inFlight.delete(attempt);
-            // A slot is free: there may be more due work waiting for it.
-            void tick();
-          });
-          inFlight.add(attempt);
-        }
-        if (claimed.length === room) again = true;
+        // Lanes in order: the first ones (e-mail, breach alerts) are filled before the others claim.
+        for (const state of lanes) await fill(state);
       } while (again && !closed);
     } catch (err) {
       if (storeFailures++ === 0) {

@@ -58,6 +58,14 @@ function text(value: unknown): string {
   return typeof value === 'string' ? value : JSON.stringify(value);
 }
 
+/** "3: a, b, c" or "57, of which: a, b, …" for a summary's sampled list and its count. */
+function listed(sample: unknown, count: unknown, capped: unknown): string {
+  const items = Array.isArray(sample) ? sample.map((v) => text(v)) : [];
+  const n = typeof count === 'number' ? count : items.length;
+  const total = `${capped === true ? 'at least ' : ''}${n}`;
+  return items.length < n ? `${total}, among them: ${items.join(', ')}, …` : `${total}: ${items.join(', ')}`;
+}
+
 function escapeHtml(value: string): string {
   return value.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
@@ -79,23 +87,52 @@ export function breachEmail(
   const d = event.data;
   const attempts = typeof d.attempts === 'number' ? d.attempts : 1;
   const tokenName = token?.name ?? 'unknown token';
-  const reason = typeof d.reason === 'string' ? (REASONS[d.reason] ?? d.reason) : '(unknown)';
-  const rows: [string, string][] = [
-    ['Token', `${tokenName} (${text(d.token_id)}, ${token?.hint ?? 'hint unavailable'})`],
-    ['Origin', text(d.origin)],
-    ['IP address', text(d.ip)],
-    ['Country', text(d.country)],
-    ['Path', text(d.path)],
-    ['Reason', reason],
-    ['Attempts', String(attempts)],
-    ['First seen', event.createdAt],
-    ['Event', event.id],
+  const tokenRow: [string, string] = [
+    'Token',
+    `${tokenName} (${text(d.token_id)}, ${token?.hint ?? 'hint unavailable'})`,
   ];
-  const subject = `tokenproxy alert: token "${tokenName}" used from an unauthorized ${d.reason === 'ip_not_allowed' ? 'IP' : 'origin'}`;
+  let rows: [string, string][];
+  let subject: string;
+  if (d.summary === true) {
+    // The summary of the attempts the alert caps held back (docs/events.md).
+    const reasons =
+      typeof d.reasons === 'object' && d.reasons !== null
+        ? Object.entries(d.reasons as Record<string, unknown>)
+            .map(([r, n]) => `${REASONS[r] ?? r}: ${text(n)}`)
+            .join('; ')
+        : '(unknown)';
+    rows = [
+      tokenRow,
+      ['Origins', listed(d.origins, d.origin_count, d.counts_capped)],
+      ['IP addresses', listed(d.ips, d.ip_count, d.counts_capped)],
+      ['Reasons', reasons],
+      ['Attempts', String(attempts)],
+      ['First seen', text(d.first_seen)],
+      ['Last seen', text(d.last_seen)],
+      ['Event', event.id],
+    ];
+    subject = `tokenproxy alert: ${attempts} more unauthorized requests with token "${tokenName}"`;
+  } else {
+    const reason = typeof d.reason === 'string' ? (REASONS[d.reason] ?? d.reason) : '(unknown)';
+    rows = [
+      tokenRow,
+      ['Origin', text(d.origin)],
+      ['IP address', text(d.ip)],
+      ['Country', text(d.country)],
+      ['Path', text(d.path)],
+      ['Reason', reason],
+      ['Attempts', String(attempts)],
+      ['First seen', event.createdAt],
+      ['Event', event.id],
+    ];
+    subject = `tokenproxy alert: token "${tokenName}" used from an unauthorized ${d.reason === 'ip_not_allowed' ? 'IP' : 'origin'}`;
+  }
   const intro =
-    attempts === 1
-      ? 'tokenproxy refused a request made with one of your tokens:'
-      : `tokenproxy refused ${attempts} requests made with one of your tokens:`;
+    d.summary === true
+      ? `tokenproxy refused ${attempts} more requests made with one of your tokens, too many to alert one by one:`
+      : attempts === 1
+        ? 'tokenproxy refused a request made with one of your tokens:'
+        : `tokenproxy refused ${attempts} requests made with one of your tokens:`;
   const advice =
     'The requests were refused; the real key was not used. If you do not recognise them, revoke the token ' +
     'and create a new one.';

@@ -5,7 +5,7 @@ import type { Store } from '../store/store.js';
 import type { Vault } from '../vault/vault.js';
 import { VERSION } from '../version.js';
 import { systemResolver, type HostResolver } from './address-guard.js';
-import { startDeliveryWorker, type DeliverySender } from './delivery-worker.js';
+import { startDeliveryWorker, type DeliveryLane, type DeliverySender } from './delivery-worker.js';
 import { breachEmail, createMailer, type Mailer } from './email.js';
 import { startExpirySweeper } from './expiry-sweeper.js';
 import { createOutboxPublisher } from './outbox-publisher.js';
@@ -17,7 +17,23 @@ export const EMAIL_EVENT_TYPES = ['breach.detected'] as const;
 
 export const DELIVERY_TIMEOUT_MS = 15_000;
 const POLL_INTERVAL_MS = 1000;
-const CONCURRENCY = 8;
+
+/**
+ * The worker's lanes (DESIGN §6): e-mail has its own slots, breach alerts their own, and an account
+ * holds only part of any lane, so hanging endpoints of one account delay no other account's alert.
+ * With `PER_WEBHOOK` attempts per endpoint, one slow endpoint holds at most two slots.
+ */
+export const DELIVERY_LANES: readonly DeliveryLane[] = [
+  { name: 'email', filter: { channel: 'email' }, concurrency: 4, perAccount: 2 },
+  {
+    name: 'breach',
+    filter: { channel: 'webhook', eventTypes: ['breach.detected'] },
+    concurrency: 8,
+    perAccount: 2,
+  },
+  { name: 'webhook', filter: { channel: 'webhook' }, concurrency: 16, perAccount: 4 },
+];
+const PER_WEBHOOK = 2;
 
 export interface StartEventsOptions {
   readonly store: Store;
@@ -105,7 +121,8 @@ export function startEvents(options: StartEventsOptions): RunningEvents {
     send,
     retrySchedule: config.webhookRetrySchedule,
     disableAfterMs: config.webhookDisableAfterMs,
-    concurrency: CONCURRENCY,
+    lanes: DELIVERY_LANES,
+    perWebhook: PER_WEBHOOK,
     pollIntervalMs: options.pollIntervalMs ?? POLL_INTERVAL_MS,
     // Longer than any attempt (DNS + connect + answer within the timeout), with room for the commit.
     leaseMs: timeoutMs * 2,

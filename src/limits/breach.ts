@@ -2,12 +2,19 @@ import type { Logger } from 'pino';
 import { errorName } from '../errors/summary.js';
 import type { OnUnauthorized, UnauthorizedAttempt } from '../anomalies/record.js';
 import type { EventPublisher } from '../events/publisher.js';
-import type { Counters } from './counters.js';
+import { BreachSummary } from './breach-summary.js';
+import type { Counters, MaybePromise, WindowCount } from './counters.js';
+import { ipNetworkKey } from './ip-network.js';
 
 /** DESIGN §10: at most one alert per (token, origin, ip) per minute from the last alert sent. */
 export const BREACH_COALESCE_MS = 60_000;
+/** Alerts per token and per account within one interval; the rest go into the token's summary. */
+export const ALERTS_PER_TOKEN = 3;
+export const ALERTS_PER_ACCOUNT = 10;
 const FLUSH_EVERY_MS = 5_000;
 const MAX_TRACKED = 10_000;
+/** Open summaries: one per token under attack, so bounded by the tokens that exist in practice. */
+const MAX_SUMMARIES = 10_000;
 
 export interface BreachHandlerOptions {
   readonly counters: Counters;
@@ -17,6 +24,8 @@ export interface BreachHandlerOptions {
   readonly logger?: Logger | undefined;
   readonly now?: (() => number) | undefined;
   readonly intervalMs?: number | undefined;
+  /** Tuples tracked for trailing alerts at most (memory bound). */
+  readonly maxTracked?: number | undefined;
   /** How often trailing alerts are checked; 0 = never on a timer (tests call `flush`). */
   readonly flushEveryMs?: number | undefined;
 }
@@ -29,9 +38,9 @@ export interface BreachHandler {
   close(): void;
 }
 
-interface Tracked {
-  /** Latest attempt not covered by an alert yet, or null. */
-  attempt: UnauthorizedAttempt | null;
+interface Pending {
+  /** Latest attempt not covered by an alert yet. */
+  attempt: UnauthorizedAttempt;
   /** When this process last saw an alert sent for the key (or first saw the key suppressed). */
   sentAt: number;
 }
@@ -45,66 +54,125 @@ interface Tracked {
  * alerts at once; attempts in the next 60 s are counted, and the next alert (a new attempt after the
  * 60 s, or the trailing one sent when the 60 s are over) carries their number in `attempts`. Attempts
  * refused with `ip_backoff` are counted into that number but never trigger an alert by themselves.
+ * The IP of the tuple is its network (ipNetworkKey): an IPv6 client's /64.
+ *
+ * Above the tuples, caps bound the inbox however many origins and addresses an attacker rotates
+ * through: at most ALERTS_PER_TOKEN alerts per token and ALERTS_PER_ACCOUNT per account per
+ * interval (counted in `counters`, so shared like every limit). An alert over a cap is merged into
+ * the token's summary, one `breach.detected` with `summary: true` sent when the capping window ends.
+ * The tuple table is bounded too; when it is full, attempts of new tuples go into the summary
+ * rather than evicting a tuple whose trailing alert is still pending.
  */
 export function createBreachHandler(options: BreachHandlerOptions): BreachHandler {
   const { counters, anomalies, publisher, logger } = options;
   const now = options.now ?? Date.now;
   const interval = options.intervalMs ?? BREACH_COALESCE_MS;
-  const tracked = new Map<string, Tracked>();
+  const maxTracked = options.maxTracked ?? MAX_TRACKED;
+  // Tuples with a trailing alert to send, and tuples alerted lately with nothing pending. The quiet
+  // ones only remember when their alert went out (the counters know it too), so they are the ones
+  // dropped first when the table is full.
+  const pending = new Map<string, Pending>();
+  const quiet = new Map<string, number>();
+  const summaries = new Map<string, BreachSummary>();
+  let warnedFull = false;
+
+  function fail(what: string): (err: unknown) => void {
+    return (err: unknown) => logger?.error({ err: errorName(err) }, what);
+  }
+
+  function emit(accountId: string, data: Record<string, unknown>): void {
+    publisher
+      .publish({ accountId, type: 'breach.detected', data })
+      .catch(fail('breach.detected not recorded'));
+  }
 
   function publish(attempt: UnauthorizedAttempt, attempts: number): void {
-    publisher
-      .publish({
-        accountId: attempt.accountId,
-        type: 'breach.detected',
-        data: {
-          token_id: attempt.tokenId,
-          origin: attempt.origin,
-          ip: attempt.ip,
-          country: attempt.country,
-          path: attempt.path,
-          reason: attempt.reason,
-          attempts,
-        },
-      })
-      .catch((err: unknown) => logger?.error({ err: errorName(err) }, 'breach.detected not recorded'));
+    emit(attempt.accountId, {
+      token_id: attempt.tokenId,
+      origin: attempt.origin,
+      ip: attempt.ip,
+      country: attempt.country,
+      path: attempt.path,
+      reason: attempt.reason,
+      attempts,
+    });
+  }
+
+  /** Merges attempts the caps or the table bound held back into the token's summary. */
+  function summarise(attempt: UnauthorizedAttempt, attempts: number, dueAt: number): void {
+    let summary = summaries.get(attempt.tokenId);
+    if (summary === undefined) {
+      if (summaries.size >= MAX_SUMMARIES) {
+        // Once per flush period, not once per attempt: the flood must not become a log flood.
+        if (!warnedFull)
+          logger?.warn(
+            'breach summaries full: attempts left out of the alerts (every one is in the anomaly log)',
+          );
+        warnedFull = true;
+        return;
+      }
+      summary = new BreachSummary(attempt.accountId, attempt.tokenId, dueAt);
+      summaries.set(attempt.tokenId, summary);
+    } else if (dueAt > summary.dueAt) summary.dueAt = dueAt;
+    summary.add(attempt, attempts);
+  }
+
+  /** Counts one alert under `key`; the window is read at once (the in-memory one is live). */
+  function count(key: string, at: number): MaybePromise<WindowCount> {
+    const w = counters.hit(key, interval, at);
+    return w instanceof Promise ? w : { count: w.count, resetAt: w.resetAt };
+  }
+
+  /** An alert the tuple rule allows: sent if the token's and the account's caps allow it too. */
+  async function alert(attempt: UnauthorizedAttempt, attempts: number, at: number): Promise<void> {
+    const token = await count(`breach-alerts:token:${attempt.tokenId}`, at);
+    if (token.count > ALERTS_PER_TOKEN) return summarise(attempt, attempts, token.resetAt);
+    const account = await count(`breach-alerts:account:${attempt.accountId}`, at);
+    if (account.count > ALERTS_PER_ACCOUNT)
+      return summarise(attempt, attempts, Math.max(token.resetAt, account.resetAt));
+    publish(attempt, attempts);
   }
 
   function settle(key: string, attempt: UnauthorizedAttempt, at: number, covered: number): void {
     if (covered > 0) {
-      publish(attempt, covered);
-      const t = tracked.get(key);
-      if (t === undefined) track(key, { attempt: null, sentAt: at });
-      else {
-        t.attempt = null;
-        t.sentAt = at;
-      }
+      alert(attempt, covered, at).catch(fail('breach alert failed'));
+      pending.delete(key);
+      quiet.delete(key);
+      quiet.set(key, at);
       return;
     }
-    const t = tracked.get(key);
-    if (t === undefined) track(key, { attempt, sentAt: at });
-    else t.attempt = attempt;
+    const t = pending.get(key);
+    if (t !== undefined) {
+      t.attempt = attempt;
+      return;
+    }
+    const sentAt = quiet.get(key) ?? at;
+    quiet.delete(key);
+    pending.set(key, { attempt, sentAt });
   }
 
-  function track(key: string, t: Tracked): void {
-    if (tracked.size >= MAX_TRACKED) {
-      const oldest = tracked.keys().next();
-      if (oldest.done !== true) tracked.delete(oldest.value);
-    }
-    tracked.set(key, t);
+  /** Makes room for a new tuple: false when every tracked tuple still has a trailing alert to send. */
+  function room(key: string): boolean {
+    if (pending.size + quiet.size < maxTracked || pending.has(key) || quiet.has(key)) return true;
+    const oldest = quiet.keys().next();
+    if (oldest.done === true) return false;
+    quiet.delete(oldest.value);
+    return true;
   }
 
   const onUnauthorized: OnUnauthorized = (attempt) => {
     try {
       anomalies.onUnauthorized(attempt);
       const at = now();
-      const key = `${attempt.tokenId}\n${attempt.origin ?? ''}\n${attempt.ip}`;
+      const key = `${attempt.tokenId}\n${attempt.origin ?? ''}\n${ipNetworkKey(attempt.ip)}`;
+      if (!room(key)) {
+        // Evicting a tuple would lose its pending trailing alert; the summary keeps the count.
+        summarise(attempt, 1, at + interval);
+        return;
+      }
       const covered = counters.coalesce(key, at, interval, raisesAlert(attempt));
       if (covered instanceof Promise) {
-        covered.then(
-          (n) => settle(key, attempt, at, n),
-          (err: unknown) => logger?.error({ err: errorName(err) }, 'breach coalescing failed'),
-        );
+        covered.then((n) => settle(key, attempt, at, n), fail('breach coalescing failed'));
       } else {
         settle(key, attempt, at, covered);
       }
@@ -114,18 +182,21 @@ export function createBreachHandler(options: BreachHandlerOptions): BreachHandle
   };
 
   async function flush(at: number = now()): Promise<void> {
-    for (const [key, t] of tracked) {
+    for (const [key, sentAt] of quiet) if (at - sentAt >= interval) quiet.delete(key);
+    for (const [key, t] of pending) {
       if (at - t.sentAt < interval) continue;
-      const attempt = t.attempt;
-      if (attempt === null) {
-        tracked.delete(key);
-        continue;
-      }
-      t.attempt = null;
-      t.sentAt = at;
+      pending.delete(key);
+      quiet.set(key, at);
       // Zero: another process's alert covered them, or the key's window is not over there yet.
       const covered = await counters.flushCoalesced(key, at, interval);
-      if (covered > 0) publish(attempt, covered);
+      if (covered > 0) await alert(t.attempt, covered, at);
+    }
+    warnedFull = false;
+    // After the tuples: a trailing alert held back by the caps joins a summary that is due now.
+    for (const [tokenId, summary] of summaries) {
+      if (at < summary.dueAt) continue;
+      summaries.delete(tokenId);
+      emit(summary.accountId, { ...summary.data() });
     }
   }
 

@@ -1,8 +1,10 @@
 import type { BackoffPolicy, Counters, MaybePromise, Strike } from './counters.js';
+import { ipNetworkKey } from './ip-network.js';
 
 /**
  * DESIGN §6 and §10: after a refused 401/403, an IP waits 1 s; every further refused attempt from it
- * doubles the wait (restarting it) up to 1 h; an hour without attempts forgets the IP.
+ * doubles the wait (restarting it) up to 1 h; an hour without attempts forgets the IP. An IPv6 client
+ * is judged by its /64 (ipNetworkKey), so hopping addresses inside it does not start it fresh.
  */
 export const IP_BACKOFF_POLICY: BackoffPolicy = Object.freeze({
   baseMs: 1000,
@@ -26,7 +28,7 @@ export class IpBackoff {
 
   /** Seconds this IP must still wait (0 = not in backoff). Records nothing. */
   check(ip: string, now: number): MaybePromise<number> {
-    const ms = this.#counters.waiting(`ip:${ip}`, now, this.#policy);
+    const ms = this.#counters.waiting(`ip:${ipNetworkKey(ip)}`, now, this.#policy);
     return ms instanceof Promise ? ms.then(retryAfterSeconds) : retryAfterSeconds(ms);
   }
 
@@ -35,7 +37,7 @@ export class IpBackoff {
    * 401/403 as usual), else the seconds of the new, doubled wait (answer 429 `ip_backoff`).
    */
   strike(ip: string, now: number): MaybePromise<number> {
-    const strike = this.#counters.strike(`ip:${ip}`, now, this.#policy);
+    const strike = this.#counters.strike(`ip:${ipNetworkKey(ip)}`, now, this.#policy);
     return strike instanceof Promise ? strike.then(strikeAnswer) : strikeAnswer(strike);
   }
 }

@@ -2,6 +2,7 @@ import type {
   AccountRecord,
   AnomalyEntry,
   ClaimedDelivery,
+  DeliveryChannel,
   EventRecord,
   WebhookRecord,
   Page,
@@ -304,12 +305,39 @@ export interface DisablePolicy {
   readonly reason: string;
 }
 
+/**
+ * Which due deliveries a claim may take, so the worker can keep lanes (e-mail, breach alerts) and
+ * share its slots fairly between accounts and endpoints. Omitted fields do not restrict.
+ */
+export interface ClaimFilter {
+  readonly channel?: DeliveryChannel | undefined;
+  /** Only deliveries of events of these types. */
+  readonly eventTypes?: readonly string[] | undefined;
+  /** Endpoints already at their in-flight cap. */
+  readonly skipWebhooks?: readonly string[] | undefined;
+  /** Accounts already at their in-flight cap. */
+  readonly skipAccounts?: readonly string[] | undefined;
+  /**
+   * At most this many per account in one claim, taken round-robin: every account's oldest due
+   * delivery before any account's second, so one account's backlog never hides another's.
+   */
+  readonly perAccount?: number | undefined;
+  /** At most this many per webhook endpoint in one claim. */
+  readonly perWebhook?: number | undefined;
+}
+
 export interface DeliveryRepo {
   /**
-   * Claims up to `limit` pending deliveries due at `now` whose lease is free, leasing them until
-   * `leaseUntil`. Two processes never claim the same delivery while its lease runs.
+   * Claims up to `limit` pending deliveries due at `now` whose lease is free and that `filter`
+   * admits, leasing them until `leaseUntil`; the oldest first, in round-robin order across accounts.
+   * Two processes never claim the same delivery while its lease runs.
    */
-  claim(now: string, leaseUntil: string, limit: number): Promise<readonly ClaimedDelivery[]>;
+  claim(
+    now: string,
+    leaseUntil: string,
+    limit: number,
+    filter?: ClaimFilter,
+  ): Promise<readonly ClaimedDelivery[]>;
   /**
    * Records an attempt's outcome and releases the lease. For a webhook delivery it also keeps the
    * endpoint's `failing_since`, and disables the endpoint (failing its pending deliveries) per

@@ -196,6 +196,44 @@ for (const fixture of databases) {
       expect(logs).not.toContain('evil.example.net');
     });
 
+    it('e-mails a breach summary with its attempts, origins and IP addresses', async () => {
+      const h = await harness({ config: { smtpUrl: smtp.url } });
+      await h.request('PATCH', '/v1/account', { alert_email: 'summary@example.com' });
+      const token = (await h.request('POST', '/v1/tokens', TOKEN_BODY)).body;
+      const before = smtp.messages.length;
+      await h.events.publisher.publish({
+        accountId: h.accountId,
+        type: 'breach.detected',
+        data: {
+          token_id: token.token_id,
+          summary: true,
+          attempts: 57,
+          reasons: { origin_not_allowed: 57 },
+          origin_count: 2,
+          origins: ['https://evil0.example.net', 'https://evil1.example.net'],
+          ip_count: 57,
+          ips: ['192.0.2.4', '192.0.2.5'],
+          counts_capped: false,
+          first_seen: '2026-03-10T12:00:00.000Z',
+          last_seen: '2026-03-10T12:00:30.000Z',
+        },
+      });
+      const mail = await eventually(async () =>
+        Promise.resolve(smtp.messages.slice(before).find((m) => m.to.includes('summary@example.com'))),
+      );
+      const raw = decodeQuotedPrintable(mail.raw);
+      expect(raw).toContain('refused 57 more requests');
+      for (const part of [
+        '2: https://evil0.example.net, https://evil1.example.net',
+        '57, among them: 192.0.2.4, 192.0.2.5, …',
+        'the origin is not in the token’s allowed hosts: 57',
+        '2026-03-10T12:00:30.000Z',
+        token.sanitized_key_hint,
+      ])
+        expect(raw, part).toContain(part);
+      expect(raw).not.toContain(token.sanitized_key);
+    });
+
     it('expires each token exactly once when several stores sweep at the same time', async () => {
       const h = await harness();
       const store = h.db.store;

@@ -2,7 +2,7 @@
    tests read JSON bodies of known shape; a failed assumption fails the test, which is the point */
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 import { PLANS } from '../../src/accounts/plans.js';
 import { buildApiApp } from '../../src/api/app.js';
@@ -19,18 +19,28 @@ import type { DatabaseFixture, OpenedDatabase } from '../support/databases.js';
 /** Real receivers on loopback, and the API plus the events subsystem wired as `serve` wires them. */
 
 export interface ReceivedRequest {
+  readonly url: string;
   readonly headers: IncomingHttpHeaders;
   readonly body: string;
   readonly at: number;
 }
 
-/** What the receiver does with the next request: answer with a status, or drop the connection. */
-export type Behaviour = number | 'drop';
+/**
+ * What the receiver does with the next request: answer with a status, drop the connection, or hang
+ * (never answer; the connection stays open until the sender gives up or the receiver closes).
+ */
+export type Behaviour = number | 'drop' | 'hang';
 
 export interface Receiver {
   readonly url: string;
   readonly port: number;
   readonly requests: ReceivedRequest[];
+  /** Requests left hanging that are still open. */
+  readonly hanging: number;
+  /** Hanging requests the sender gave up on (closed its end). */
+  readonly abandoned: number;
+  /** Drops the hanging connections (the senders see a failed attempt). */
+  releaseHanging(): void;
   /** Behaviours for the next requests, in order; afterwards `otherwise` (default 200). */
   script(behaviours: Behaviour[], otherwise?: Behaviour): void;
   waitFor(count: number, timeoutMs?: number): Promise<ReceivedRequest[]>;
@@ -42,16 +52,32 @@ export async function startReceiver(port = 0): Promise<Receiver> {
   let queue: Behaviour[] = [];
   let otherwise: Behaviour = 200;
   let waiters: (() => void)[] = [];
+  const hung = new Set<Socket>();
+  let abandoned = 0;
+  let releasing = false;
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      requests.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() });
+      requests.push({
+        url: req.url ?? '',
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+        at: Date.now(),
+      });
       for (const w of waiters) w();
       waiters = [];
       const behaviour = queue.shift() ?? otherwise;
       if (behaviour === 'drop') {
         req.socket.destroy();
+        return;
+      }
+      if (behaviour === 'hang') {
+        hung.add(req.socket);
+        res.on('close', () => {
+          hung.delete(req.socket);
+          if (!releasing) abandoned++;
+        });
         return;
       }
       res.writeHead(behaviour, { 'content-type': 'text/plain' }).end('ok');
@@ -63,6 +89,17 @@ export async function startReceiver(port = 0): Promise<Receiver> {
     url: `http://127.0.0.1:${bound}/hook`,
     port: bound,
     requests,
+    get hanging() {
+      return hung.size;
+    },
+    get abandoned() {
+      return abandoned;
+    },
+    releaseHanging() {
+      releasing = true;
+      for (const socket of hung) socket.destroy();
+      releasing = false;
+    },
     script(behaviours, other = 200) {
       queue = [...behaviours];
       otherwise = other;
@@ -84,6 +121,7 @@ export async function startReceiver(port = 0): Promise<Receiver> {
     },
     close: () =>
       new Promise((resolve) => {
+        releasing = true;
         server.closeAllConnections();
         server.close(() => resolve());
       }),
@@ -195,7 +233,12 @@ export interface EventsHarness {
 
 export async function startEventsHarness(
   fixture: DatabaseFixture,
-  options: { config?: Partial<EventsConfig>; resolver?: HostResolver; apiResolver?: HostResolver } = {},
+  options: {
+    config?: Partial<EventsConfig>;
+    resolver?: HostResolver;
+    apiResolver?: HostResolver;
+    deliveryTimeoutMs?: number;
+  } = {},
 ): Promise<EventsHarness> {
   const db = await fixture.create();
   const vault = createLocalVault(randomBytes(32));
@@ -209,7 +252,7 @@ export async function startEventsHarness(
     logger,
     links: { publicProxyUrl: () => PROXY_URL, dashboardUrl: () => `${DASHBOARD}/` },
     resolver: options.resolver,
-    deliveryTimeoutMs: 2000,
+    deliveryTimeoutMs: options.deliveryTimeoutMs ?? 2000,
     pollIntervalMs: 100,
   });
   const app = await buildApiApp(

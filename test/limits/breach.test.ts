@@ -67,6 +67,24 @@ for (const fixture of databases) {
       clock += 2 * 60 * 60_000;
     });
 
+    it('IPv6 backoff is per /64: another address of the /64 is still in backoff, IPv4 per address', async () => {
+      expect((await h.send('/openai/v1/models', from('2001:db8:77:1::1'))).status).toBe(403);
+      const hop = await h.send('/openai/v1/models', from('2001:db8:77:1:abcd::99'));
+      expect([hop.status, hop.json.error?.code, hop.headers['retry-after']]).toEqual([
+        429,
+        'ip_backoff',
+        '2',
+      ]);
+      // The neighbouring /64 is another client.
+      expect((await h.send('/openai/v1/models', from('2001:db8:77:2::1'))).status).toBe(403);
+      // IPv4 stays per address; an IPv4-mapped spelling is the same IPv4 client.
+      const v4 = freshIp();
+      expect((await h.send('/openai/v1/models', from(v4))).status).toBe(403);
+      expect((await h.send('/openai/v1/models', from(`::ffff:${v4}`))).json.error?.code).toBe('ip_backoff');
+      expect((await h.send('/openai/v1/models', from(freshIp()))).status).toBe(403);
+      clock += 2 * 60 * 60_000;
+    });
+
     it('authorized requests from a backed-off IP still succeed', async () => {
       const ip = freshIp();
       expect((await h.send('/openai/v1/models', from(ip))).status).toBe(403);
@@ -198,6 +216,102 @@ for (const fixture of databases) {
       expect(h.events.map((e) => e.data.attempts)).toEqual([1, 2]);
       clock += 2 * 60 * 60_000;
     });
+
+    it('IPv6 attempts from one /64 are coalesced as one address', async () => {
+      const { token: own } = await h.createToken({});
+      expect((await h.send('/openai/v1/models', from('2001:db8:99:1::1', EVIL_ORIGIN, own))).status).toBe(
+        403,
+      );
+      clock += 1_000;
+      expect((await h.send('/openai/v1/models', from('2001:db8:99:1::2', EVIL_ORIGIN, own))).status).toBe(
+        403,
+      );
+      expect(h.events.map((e) => [e.data.ip, e.data.attempts])).toEqual([['2001:db8:99:1::1', 1]]);
+      clock += 2 * 60 * 60_000;
+    });
+
+    it('rotating client addresses: 3 alerts per token a minute, the rest in one summary', async () => {
+      const { token: own, tokenId: ownId } = await h.createToken({});
+      for (let i = 1; i <= 60; i++) {
+        const res = await h.send(
+          '/openai/v1/models',
+          from(`192.0.2.${i}`, `https://evil${i % 3}.example.net`, own),
+        );
+        expect(res.status).toBe(403);
+      }
+      const mine = () => h.events.filter((e) => e.data.token_id === ownId);
+      expect(mine().map((e) => e.data.ip)).toEqual(['192.0.2.1', '192.0.2.2', '192.0.2.3']);
+      // The per-tuple rule still holds inside the cap: the summary is sent when the minute is over.
+      await h.limits?.breach.flush(clock + 59_000);
+      expect(mine()).toHaveLength(3);
+      await h.limits?.breach.flush(clock + 60_000);
+      expect(mine()).toHaveLength(4);
+      const summary = mine()[3];
+      expect(summary?.accountId).toBe(h.accountId);
+      expect(summary?.data).toMatchObject({
+        token_id: ownId,
+        summary: true,
+        attempts: 57,
+        reasons: { origin_not_allowed: 57 },
+        origin_count: 3,
+        ip_count: 57,
+        counts_capped: false,
+      });
+      expect(summary?.data.ips).toEqual(Array.from({ length: 10 }, (_, i) => `192.0.2.${i + 4}`));
+      expect([...(summary?.data.origins as string[])].sort()).toEqual(
+        [0, 1, 2].map((n) => `https://evil${n}.example.net`),
+      );
+      // Sent once: the next flush has nothing left.
+      await h.limits?.breach.flush(clock + 120_000);
+      expect(mine()).toHaveLength(4);
+      clock += 2 * 60 * 60_000;
+    });
+
+    it('10 alerts per account a minute across tokens; every token held back gets its summary', async () => {
+      const tokens: { token: string; tokenId: string }[] = [];
+      for (let t = 0; t < 4; t++) tokens.push(await h.createToken({}));
+      let n = 0;
+      for (const t of tokens)
+        for (let i = 0; i < 5; i++)
+          expect(
+            (await h.send('/openai/v1/models', from(`198.18.0.${++n}`, EVIL_ORIGIN, t.token))).status,
+          ).toBe(403);
+      expect(h.events).toHaveLength(10);
+      expect(h.events.map((e) => tokens.findIndex((t) => t.tokenId === e.data.token_id))).toEqual([
+        0, 0, 0, 1, 1, 1, 2, 2, 2, 3,
+      ]);
+      await h.limits?.breach.flush(clock + 60_000);
+      const summaries = h.events.filter((e) => e.data.summary === true);
+      expect(summaries.map((e) => [e.data.token_id, e.data.summary, e.data.attempts])).toEqual(
+        tokens.map((t, i) => [t.tokenId, true, i === 3 ? 4 : 2]),
+      );
+      clock += 2 * 60 * 60_000;
+    });
+
+    it('a flood of distinct origins from a backed-off IP cannot evict a pending trailing alert', async () => {
+      const { token: own, tokenId: ownId } = await h.createToken({});
+      const ip = freshIp();
+      expect((await h.send('/openai/v1/models', from(ip, EVIL_ORIGIN, own))).status).toBe(403);
+      for (let i = 0; i < 100; i++)
+        expect((await h.send('/openai/v1/models', from(ip, EVIL_ORIGIN, own))).status).toBe(429);
+      const statuses = await pool(
+        10_000,
+        64,
+        async (i) => (await h.send('/openai/v1/models', from(ip, `https://o${i}.example.org`, own))).status,
+      );
+      expect(countBy(statuses, String)).toEqual({ '429': 10_000 });
+      expect(h.events).toHaveLength(1);
+      await h.limits?.breach.flush(clock + 60_000);
+      const mine = h.events.filter((e) => e.data.token_id === ownId);
+      // The "100 more attempts" alert of the first origin survived the flood...
+      expect(mine.filter((e) => e.data.origin === EVIL_ORIGIN).map((e) => e.data.attempts)).toEqual([1, 100]);
+      // ...and what the table could not hold arrived as the token's summary.
+      const summary = mine.find((e) => e.data.summary === true);
+      expect(summary?.data).toMatchObject({ reasons: { ip_backoff: summary?.data.attempts } });
+      expect(summary?.data.attempts).toBeGreaterThan(0);
+      expect(summary?.data.ips).toEqual([ip]);
+      clock += 2 * 60 * 60_000;
+    }, 120_000);
 
     it('a flood of 10,000 unauthorized requests: bounded alerts, every attempt in the anomaly log', async () => {
       const ip = freshIp();

@@ -1,5 +1,6 @@
 import type { ClaimedDelivery, DeliveryChannel } from '../records.js';
-import type { DeliveryOutcome, DeliveryRepo, DisablePolicy } from '../store.js';
+import { sql } from 'kysely';
+import type { ClaimFilter, DeliveryOutcome, DeliveryRepo, DisablePolicy } from '../store.js';
 import type { RepoContext } from './context.js';
 import { parseEventData, toWebhook } from './rows.js';
 
@@ -10,24 +11,95 @@ function isChannel(value: string): value is DeliveryChannel {
 export class KyselyDeliveryRepo implements DeliveryRepo {
   constructor(private readonly ctx: RepoContext) {}
 
-  async claim(now: string, leaseUntil: string, limit: number): Promise<readonly ClaimedDelivery[]> {
+  async claim(
+    now: string,
+    leaseUntil: string,
+    limit: number,
+    filter: ClaimFilter = {},
+  ): Promise<readonly ClaimedDelivery[]> {
     if (limit <= 0) return [];
     const { db, dialect } = this.ctx;
-    const due = (qb: typeof db) =>
-      qb
+    const due = (qb: typeof db) => {
+      let query = qb
         .selectFrom('deliveries')
-        .select('id')
         .where('status', '=', 'pending')
         .where('next_attempt_at', '<=', now)
         .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<=', now)]));
+      if (filter.channel !== undefined) query = query.where('channel', '=', filter.channel);
+      const types = filter.eventTypes;
+      if (types !== undefined)
+        query = query.where((eb) =>
+          eb.exists(
+            eb
+              .selectFrom('events')
+              .select('events.id')
+              .whereRef('events.id', '=', 'deliveries.event_id')
+              .where('events.type', 'in', types.length === 0 ? [''] : types),
+          ),
+        );
+      const webhooks = filter.skipWebhooks;
+      if (webhooks !== undefined && webhooks.length > 0)
+        query = query.where((eb) =>
+          eb.or([eb('webhook_id', 'is', null), eb('webhook_id', 'not in', webhooks)]),
+        );
+      const accounts = filter.skipAccounts;
+      if (accounts !== undefined && accounts.length > 0)
+        query = query.where('account_id', 'not in', accounts);
+      return query;
+    };
     // A plain read first: an idle outbox is polled often, and SQLite would take its write lock for
     // every empty claim otherwise.
-    const any = await due(db).limit(1).executeTakeFirst();
+    const any = await due(db).select('deliveries.id').limit(1).executeTakeFirst();
     if (any === undefined) return [];
 
     return db.transaction().execute(async (trx) => {
+      // Fair order without locking: the oldest due deliveries per endpoint (`nth`), then per account
+      // in turns (`turn`), so an account with a deep backlog takes one turn like any other. The
+      // chosen rows are then locked, skipping those another process holds (FOR UPDATE cannot
+      // stand beside window functions in PostgreSQL).
+      const perEndpoint = trx
+        .selectFrom(
+          due(trx)
+            .select([
+              'deliveries.id as id',
+              'deliveries.account_id as account_id',
+              'deliveries.next_attempt_at as next_attempt_at',
+              // An e-mail has no endpoint: each is its own partition.
+              sql<number>`row_number() over (partition by coalesce(deliveries.webhook_id, deliveries.id) order by deliveries.next_attempt_at, deliveries.id)`.as(
+                'nth',
+              ),
+            ])
+            .as('d'),
+        )
+        .where('d.nth', '<=', filter.perWebhook ?? limit)
+        .select((eb) => [
+          'd.id as id',
+          'd.next_attempt_at as next_attempt_at',
+          eb.fn
+            .agg<number>('row_number')
+            .over((ob) => ob.partitionBy('d.account_id').orderBy('d.next_attempt_at').orderBy('d.id'))
+            .as('turn'),
+        ]);
+      const candidates = await trx
+        .selectFrom(perEndpoint.as('r'))
+        .select('r.id')
+        .where('r.turn', '<=', filter.perAccount ?? limit)
+        .orderBy('r.turn')
+        .orderBy('r.next_attempt_at')
+        .orderBy('r.id')
+        .limit(limit)
+        .execute();
+      if (candidates.length === 0) return [];
       const rows = await dialect
-        .forUpdateSkipLocked(due(trx).orderBy('next_attempt_at').orderBy('id').limit(limit))
+        .forUpdateSkipLocked(
+          due(trx)
+            .select('deliveries.id as id')
+            .where(
+              'deliveries.id',
+              'in',
+              candidates.map((c) => c.id),
+            ),
+        )
         .execute();
       const ids = rows.map((row) => row.id);
       if (ids.length === 0) return [];

@@ -1,0 +1,86 @@
+import type { UnauthorizedAttempt } from '../anomalies/record.js';
+
+/** Origins and IPs named in a summary alert; the counts go on past them. */
+export const SUMMARY_LISTED = 10;
+/** Distinct origins and IPs counted exactly per summary; beyond it the count says "at least". */
+export const SUMMARY_DISTINCT_MAX = 1000;
+
+/**
+ * The `data` of a summary `breach.detected` event (docs/events.md): the attempts on one token that
+ * the alert caps held back during one minute.
+ */
+export interface BreachSummaryData {
+  readonly token_id: string;
+  readonly summary: true;
+  readonly attempts: number;
+  /** Refusal reasons seen, each with its number of attempts. */
+  readonly reasons: Readonly<Record<string, number>>;
+  readonly origin_count: number;
+  readonly origins: readonly (string | null)[];
+  readonly ip_count: number;
+  readonly ips: readonly string[];
+  /** True when there were more distinct origins or IPs than the summary counts exactly. */
+  readonly counts_capped: boolean;
+  readonly first_seen: string;
+  readonly last_seen: string;
+}
+
+/**
+ * The attempts on one token held back by the caps since its summary opened. Bounded whatever the
+ * traffic: distinct origins and IPs are kept up to SUMMARY_DISTINCT_MAX each.
+ */
+export class BreachSummary {
+  readonly accountId: string;
+  readonly tokenId: string;
+  /** When the summary is sent: the end of the window that capped the alerts. */
+  dueAt: number;
+  #attempts = 0;
+  readonly #reasons = new Map<string, number>();
+  readonly #origins = new Set<string | null>();
+  readonly #ips = new Set<string>();
+  #capped = false;
+  #first = '';
+  #last = '';
+
+  constructor(accountId: string, tokenId: string, dueAt: number) {
+    this.accountId = accountId;
+    this.tokenId = tokenId;
+    this.dueAt = dueAt;
+  }
+
+  /** Adds `attempts` refused requests, of which `attempt` is the latest. */
+  add(attempt: UnauthorizedAttempt, attempts: number): void {
+    this.#attempts += attempts;
+    this.#reasons.set(attempt.reason, (this.#reasons.get(attempt.reason) ?? 0) + attempts);
+    this.#remember(this.#origins, attempt.origin);
+    this.#remember(this.#ips, attempt.ip);
+    if (this.#first === '') this.#first = attempt.timestamp;
+    this.#last = attempt.timestamp;
+  }
+
+  get attempts(): number {
+    return this.#attempts;
+  }
+
+  data(): BreachSummaryData {
+    return {
+      token_id: this.tokenId,
+      summary: true,
+      attempts: this.#attempts,
+      reasons: Object.fromEntries(this.#reasons),
+      origin_count: this.#origins.size,
+      origins: [...this.#origins].slice(0, SUMMARY_LISTED),
+      ip_count: this.#ips.size,
+      ips: [...this.#ips].slice(0, SUMMARY_LISTED),
+      counts_capped: this.#capped,
+      first_seen: this.#first,
+      last_seen: this.#last,
+    };
+  }
+
+  #remember<T>(set: Set<T>, value: T): void {
+    if (set.has(value)) return;
+    if (set.size >= SUMMARY_DISTINCT_MAX) this.#capped = true;
+    else set.add(value);
+  }
+}
