@@ -152,12 +152,15 @@ async function createAccountCommand(opts: Record<string, unknown>, io: CliIo): P
     io.stderr('tokenproxy: --name must be 1 to 200 characters.');
     return 2;
   }
-  const [{ openStore }, { createAccount }] = await Promise.all([
+  const [{ openStore }, { createAccount }, { openKek }] = await Promise.all([
     import('../store/open.js'),
     import('../accounts/create-account.js'),
+    import('../vault/open-kek.js'),
   ]);
   const store = await openStore({ database: config.database, dataDir: config.dataDir });
   try {
+    // Same check as serve: a command run with the wrong KEK writes nothing to the store.
+    await openKek(config, io.env, store);
     const { account, apiKey } = await createAccount(store, name, opts.plan as PlanName, new Date());
     if (opts.json === true) {
       io.stdout(JSON.stringify({ account_id: account.id, api_key: apiKey }));

@@ -16,7 +16,7 @@ import { createProxyServer, type ProxyServer } from '../proxy/server.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/store.js';
 import { loadTlsMaterial } from '../tls/tls-material.js';
-import { createLocalVault, loadLocalKek } from '../vault/local-kek.js';
+import { openKek } from '../vault/open-kek.js';
 import { VERSION } from '../version.js';
 
 export interface RunningServer {
@@ -48,10 +48,6 @@ export async function startServer(config: Config, options: StartOptions): Promis
   const now = options.now ?? (() => new Date());
   await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
 
-  const kek = await loadLocalKek({ dataDir: config.dataDir, envValue: options.env.TOKENPROXY_MASTER_KEY });
-  const vault = createLocalVault(kek);
-  kek.fill(0);
-
   const tls = config.insecureHttp
     ? undefined
     : await loadTlsMaterial({ dataDir: config.dataDir, certFile: config.tlsCert, keyFile: config.tlsKey });
@@ -62,6 +58,11 @@ export async function startServer(config: Config, options: StartOptions): Promis
   }
 
   const store = await openStore({ database: config.database, dataDir: config.dataDir });
+  // The KEK is proven against the store before anything else starts: a wrong one never writes.
+  const vault = await openKek(config, options.env, store, logger).catch(async (err: unknown) => {
+    await store.close();
+    throw err;
+  });
   let api: ApiServer | undefined;
   let proxy: ProxyServer | undefined;
   let publicProxyUrl: string;

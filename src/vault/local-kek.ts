@@ -2,6 +2,7 @@ import { createSecretKey, hkdfSync, randomBytes } from 'node:crypto';
 import { link, mkdir, open, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { ConfigError } from '../config/load.js';
 import { createEnvelopeVault, gcmUnwrap, gcmWrap, kekFingerprint, type Vault } from './vault.js';
 
 /**
@@ -16,10 +17,12 @@ const KEK_LENGTH = 32;
 const ACCEPTED = 'base64 (standard or url-safe, padding optional) of exactly 32 random bytes';
 const HOW_TO_MAKE = 'e.g. the output of `openssl rand -base64 32`';
 
-export class LocalKekError extends Error {
+export class LocalKekError extends ConfigError {
+  // A ConfigError: a missing, malformed or exposed master key is a bad setting (exit 2).
   constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
+    super(message);
     this.name = 'LocalKekError';
+    if (options?.cause !== undefined) this.cause = options.cause;
   }
 }
 

@@ -96,6 +96,16 @@ export function kekFingerprint(kek: Buffer): Buffer {
   return createHash('sha256').update(kek).digest().subarray(0, KEK_FP_LEN);
 }
 
+/**
+ * The id of the KEK an envelope was sealed under (its fingerprint as hex), read from the header
+ * without opening anything; null for what is not a version-1 envelope. The store keeps it beside
+ * each envelope so a start and `kek rotate` can tell which KEK versions are in use.
+ */
+export function envelopeKekId(envelope: Buffer): string | null {
+  if (envelope.length < MIN_ENVELOPE_LENGTH || envelope[OFF_VERSION] !== ENVELOPE_VERSION) return null;
+  return envelope.subarray(OFF_KEK_FP, OFF_WRAP_NONCE).toString('hex');
+}
+
 /** Built in one buffer: it runs twice per proxied request, and concatenating parts cost ~1 µs each time. */
 function bindingAad(label: string, binding: KeyBinding, header?: Buffer): Buffer {
   const labelLength = Buffer.byteLength(label, 'utf8');

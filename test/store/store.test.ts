@@ -430,6 +430,7 @@ for (const fixture of databases) {
           '0003_events',
           '0004_idempotency',
           '0005_token_expiry_index',
+          '0007_kek_versions',
         ]);
         expect(await first.migrateToLatest()).toEqual([]);
         await first.close();

@@ -5,6 +5,7 @@ import * as m0002 from './0002_request_log.js';
 import * as m0003 from './0003_events.js';
 import * as m0004 from './0004_idempotency.js';
 import * as m0005 from './0005_token_expiry_index.js';
+import * as m0007 from './0007_kek_versions.js';
 
 /** A migration module: plain Kysely DDL, branching on the dialect only for column types. */
 interface MigrationModule {
@@ -23,6 +24,8 @@ const MIGRATIONS: Readonly<Record<string, MigrationModule>> = {
   '0003_events': m0003,
   '0004_idempotency': m0004,
   '0005_token_expiry_index': m0005,
+  // 0006 belongs to another branch; Kysely's migrator sorts by name, so this one stays after it.
+  '0007_kek_versions': m0007,
 };
 
 export function migrationProvider(dialect: DialectName): MigrationProvider {
