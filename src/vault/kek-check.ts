@@ -27,14 +27,17 @@ export function canaryBinding(kekId: string): KeyBinding {
   return { keyId: `kek:${kekId}`, accountId: 'tokenproxy' };
 }
 
-export function sealCanary(vault: Vault): Buffer {
+export function sealCanary(vault: Vault): Promise<Buffer> {
   return vault.encrypt(CANARY, canaryBinding(vault.kekId));
 }
 
 /** True when `vault` opens the canary of `version`. */
-export function opensCanary(vault: Vault, version: Pick<KekVersion, 'id' | 'canary'>): boolean {
+export async function opensCanary(
+  vault: Vault,
+  version: Pick<KekVersion, 'id' | 'canary'>,
+): Promise<boolean> {
   try {
-    const plaintext = vault.decrypt(version.canary, canaryBinding(version.id));
+    const plaintext = await vault.decrypt(version.canary, canaryBinding(version.id));
     const ok = plaintext.equals(CANARY);
     plaintext.fill(0);
     return ok;
@@ -65,7 +68,7 @@ export async function verifyKek(
     const counts = await store.keks.envelopeCounts();
     const mine = versions.find((v) => v.id === vault.kekId);
     if (mine !== undefined) {
-      checkRecorded(vault, mine, versions, counts, source);
+      await checkRecorded(vault, mine, versions, counts, source);
       options.logger?.info({ kek_id: vault.kekId, kek: source.provider }, 'KEK verified against the store');
       return;
     }
@@ -82,7 +85,7 @@ export async function verifyKek(
         id: vault.kekId,
         provider: source.provider,
         label: source.label,
-        canary: sealCanary(vault),
+        canary: await sealCanary(vault),
         createdAt: now().toISOString(),
       },
       { onlyIfNone: versions.length === 0 },
@@ -96,13 +99,13 @@ export async function verifyKek(
   }
 }
 
-function checkRecorded(
+async function checkRecorded(
   vault: Vault,
   mine: KekVersion,
   versions: readonly KekVersion[],
   counts: ReadonlyMap<string, number>,
   source: KekSource,
-): void {
+): Promise<void> {
   if (mine.retiredAt !== null) {
     const current = versions.filter((v) => v.retiredAt === null).map((v) => v.id);
     throw new KekError(
@@ -111,7 +114,7 @@ function checkRecorded(
         `the store is now under KEK ${current.join(', ') || '(none)'}. ${source.fix} Nothing was written.`,
     );
   }
-  if (!opensCanary(vault, mine)) {
+  if (!(await opensCanary(vault, mine))) {
     throw new KekError(
       source.setting,
       `${source.setting} holds a KEK whose id is ${vault.kekId} but which does not open that KEK's record in the store ` +
@@ -126,7 +129,7 @@ async function proveOnSample(store: Store, vault: Vault, source: KekSource): Pro
   const sample = await store.keks.sampleEnvelope(vault.kekId);
   if (sample === undefined) return;
   try {
-    vault.decrypt(sample.envelope, { keyId: sample.keyId, accountId: sample.accountId }).fill(0);
+    (await vault.decrypt(sample.envelope, { keyId: sample.keyId, accountId: sample.accountId })).fill(0);
   } catch (err) {
     if (!isVaultError(err)) throw err;
     throw new KekError(

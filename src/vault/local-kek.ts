@@ -80,10 +80,10 @@ export function createLocalVault(kek: Buffer): Vault {
   const key = createSecretKey(Buffer.from(kek));
   return createEnvelopeVault({
     fingerprint: kekFingerprint(kek),
-    wrap: (dek, aad) => gcmWrap(key, dek, aad),
-    unwrap: (wrapped, aad) => gcmUnwrap(key, wrapped, aad),
+    wrap: (dek, aad) => Promise.resolve(gcmWrap(key, dek, aad)),
+    unwrap: (wrapped, aad) => Promise.resolve(gcmUnwrap(key, wrapped, aad)),
     deriveKey: (purpose) =>
-      Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), `tokenproxy:${purpose}`, 32)),
+      Promise.resolve(Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), `tokenproxy:${purpose}`, 32))),
   });
 }
 

@@ -42,19 +42,24 @@ export interface KeyBinding {
 export interface Vault {
   /** Fingerprint of the KEK in use (non-secret: first 8 bytes of SHA-256(KEK) as hex), for logs and errors. */
   readonly kekId: string;
-  /** Returns the envelope to store. */
-  encrypt(plaintext: Buffer, binding: KeyBinding): Buffer;
+  /**
+   * Returns the envelope to store. Asynchronous because a KEK in an HSM answers from another thread;
+   * rejects with VaultError('kek_unavailable') when the KEK cannot be reached.
+   */
+  encrypt(plaintext: Buffer, binding: KeyBinding): Promise<Buffer>;
   /** The CALLER zeroes the returned Buffer (`buf.fill(0)`) when done with it. */
-  decrypt(envelope: Buffer, binding: KeyBinding): Buffer;
+  decrypt(envelope: Buffer, binding: KeyBinding): Promise<Buffer>;
   /**
    * HMAC-SHA256 (hex) of `data` under a key derived from the KEK for `purpose`: a digest that can be
    * stored and compared, but not recomputed by someone who only has the database (e.g. to confirm a
    * guessed provider key inside a request fingerprint).
    */
-  mac(purpose: string, data: string): string;
+  mac(purpose: string, data: string): Promise<string>;
 }
 
-export type VaultErrorCode = 'tampered' | 'wrong_kek' | 'unsupported_version' | 'malformed';
+/** `kek_unavailable`: the KEK could not be used at all (an HSM that fails); nothing was learned about the envelope. */
+export type VaultErrorCode =
+  'tampered' | 'wrong_kek' | 'unsupported_version' | 'malformed' | 'kek_unavailable';
 
 /** Messages name what failed and the KEK fingerprints at most: never key material or plaintext. */
 export class VaultError extends Error {
@@ -171,12 +176,15 @@ function open(
 export interface KeyEncryptionKey {
   /** First 8 bytes of SHA-256(KEK) (or another stable non-secret id of the same length). */
   readonly fingerprint: Buffer;
-  /** Returns nonce (12) || ciphertext (32) || tag (16), with a fresh random nonce. */
-  wrap(dek: Buffer, aad: Buffer): Buffer;
+  /**
+   * Returns nonce (12) || ciphertext (32) || tag (16), with a fresh random nonce. Rejects with
+   * VaultError('kek_unavailable') when the KEK cannot be reached.
+   */
+  wrap(dek: Buffer, aad: Buffer): Promise<Buffer>;
   /** Returns the DEK, or undefined when authentication fails. The vault zeroes the result. */
-  unwrap(wrapped: Buffer, aad: Buffer): Buffer | undefined;
-  /** A 32-byte key for `purpose`, derived from the KEK (HKDF); never the KEK itself. */
-  deriveKey(purpose: string): Buffer;
+  unwrap(wrapped: Buffer, aad: Buffer): Promise<Buffer | undefined>;
+  /** A 32-byte key for `purpose`, derived from the KEK (a KDF); never the KEK itself. */
+  deriveKey(purpose: string): Promise<Buffer>;
 }
 
 export const WRAPPED_DEK_LENGTH = NONCE_LEN + KEY_LEN + TAG_LEN;
@@ -214,20 +222,20 @@ export function createEnvelopeVault(kek: KeyEncryptionKey): Vault {
   return {
     kekId,
 
-    mac(purpose: string, data: string): string {
+    async mac(purpose: string, data: string): Promise<string> {
       let key = macKeys.get(purpose);
       if (key === undefined) {
-        key = kek.deriveKey(purpose);
+        key = await kek.deriveKey(purpose);
         macKeys.set(purpose, key);
       }
       return createHmac('sha256', key).update(data, 'utf8').digest('hex');
     },
 
-    encrypt(plaintext: Buffer, binding: KeyBinding): Buffer {
+    async encrypt(plaintext: Buffer, binding: KeyBinding): Promise<Buffer> {
       checkBinding(binding);
       const dek = randomBytes(KEY_LEN);
       try {
-        const wrapped = kek.wrap(dek, bindingAad(WRAP_LABEL, binding, header));
+        const wrapped = await kek.wrap(dek, bindingAad(WRAP_LABEL, binding, header));
         if (wrapped.length !== WRAPPED_DEK_LENGTH) {
           throw new Error(`the KEK provider returned a ${wrapped.length}-byte wrapped DEK`);
         }
@@ -239,7 +247,7 @@ export function createEnvelopeVault(kek: KeyEncryptionKey): Vault {
       }
     },
 
-    decrypt(envelope: Buffer, binding: KeyBinding): Buffer {
+    async decrypt(envelope: Buffer, binding: KeyBinding): Promise<Buffer> {
       checkBinding(binding);
       if (!Buffer.isBuffer(envelope) || envelope.length === 0) {
         throw new VaultError('malformed', 'envelope is empty');
@@ -266,7 +274,7 @@ export function createEnvelopeVault(kek: KeyEncryptionKey): Vault {
 
       // The AAD uses this vault's own header, not the stored one: an envelope whose fingerprint
       // differs only because bits flipped still unwraps, which tells tampering apart from a wrong KEK.
-      const dek = kek.unwrap(wrapped, bindingAad(WRAP_LABEL, binding, header));
+      const dek = await kek.unwrap(wrapped, bindingAad(WRAP_LABEL, binding, header));
       const fpMatches = timingSafeEqual(storedFp, fingerprint);
       if (dek === undefined) {
         if (!fpMatches) {

@@ -137,8 +137,8 @@ export async function startProxyHarness(
     kekId: realVault.kekId,
     encrypt: (plaintext, binding) => realVault.encrypt(plaintext, binding),
     mac: (purpose, data) => realVault.mac(purpose, data),
-    decrypt(envelope, binding) {
-      const out = realVault.decrypt(envelope, binding);
+    async decrypt(envelope, binding) {
+      const out = await realVault.decrypt(envelope, binding);
       decrypted.push(out);
       return out;
     },

@@ -33,7 +33,7 @@ async function addKeyUnder(store: Store, vault: Vault): Promise<{ id: string; ac
   const input = keyInput(account.id);
   await store.keys.create({
     ...input,
-    ciphertext: vault.encrypt(Buffer.from('sk-real'), { keyId: input.id, accountId: account.id }),
+    ciphertext: await vault.encrypt(Buffer.from('sk-real'), { keyId: input.id, accountId: account.id }),
   });
   return { id: input.id, accountId: account.id };
 }
@@ -134,7 +134,7 @@ for (const fixture of databases) {
         .values({ id: accountId, name: 'old', plan: 'free', alert_email: null, created_at: T0 })
         .execute();
       const keyId = 'key_old';
-      const ciphertext = right.encrypt(Buffer.from('sk-old'), { keyId, accountId });
+      const ciphertext = await right.encrypt(Buffer.from('sk-old'), { keyId, accountId });
       await (db as unknown as Kysely<Record<string, Record<string, unknown>>>)
         .insertInto('provider_keys')
         .values({
