@@ -61,12 +61,12 @@ describe('local vault', () => {
     expect((await again.decrypt(envelope, BINDING)).equals(SECRET)).toBe(true);
   });
 
-  it('has a non-secret 16-hex-digit kekId', async () => {
+  it('has a non-secret 16-hex-digit kekId', () => {
     expect(vault.kekId).toMatch(/^[0-9a-f]{16}$/);
     expect(KEK.toString('hex')).not.toContain(vault.kekId);
   });
 
-  it('starts with the version byte and the KEK fingerprint', async () => {
+  it('starts with the version byte and the KEK fingerprint', () => {
     expect(envelope[0]).toBe(ENVELOPE_VERSION);
     expect(envelope.subarray(1, 9).toString('hex')).toBe(vault.kekId);
     expect(envelope.length).toBe(MIN_ENVELOPE_LENGTH + SECRET.length);
@@ -83,7 +83,7 @@ describe('local vault', () => {
     expect(a.subarray(81, 81 + SECRET.length).equals(b.subarray(81, 81 + SECRET.length))).toBe(false);
   });
 
-  it('never stores the plaintext bytes', async () => {
+  it('never stores the plaintext bytes', () => {
     const secretHex = SECRET.toString('hex');
     expect(envelope.includes(SECRET)).toBe(false);
     expect(envelope.toString('hex')).not.toContain(secretHex);
@@ -239,7 +239,7 @@ describe('local vault', () => {
       );
     });
 
-    it('refuses a KEK that is not 32 bytes', async () => {
+    it('refuses a KEK that is not 32 bytes', () => {
       expect(() => createLocalVault(randomBytes(16))).toThrow(/32 bytes/);
       expect(() => createLocalVault(Buffer.alloc(0))).toThrow(/32 bytes/);
     });
