@@ -160,7 +160,7 @@ async function createAccountCommand(opts: Record<string, unknown>, io: CliIo): P
   const store = await openStore({ database: config.database, dataDir: config.dataDir });
   try {
     // Same check as serve: a command run with the wrong KEK writes nothing to the store.
-    await openKek(config, io.env, store);
+    await (await openKek(config, io.env, store)).close();
     const { account, apiKey } = await createAccount(store, name, opts.plan as PlanName, new Date());
     if (opts.json === true) {
       io.stdout(JSON.stringify({ account_id: account.id, api_key: apiKey }));

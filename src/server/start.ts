@@ -163,6 +163,7 @@ export async function startServer(config: Config, options: StartOptions): Promis
     await events?.close();
     await logWorker.close();
     await store.close();
+    await vault.close();
     throw err;
   }
 
@@ -218,6 +219,7 @@ export async function startServer(config: Config, options: StartOptions): Promis
           await events.close();
           await logWorker.close();
           await store.close();
+          await vault.close();
         }
       })();
       return closing;

@@ -6,7 +6,8 @@ import type { Store } from '../store/store.js';
 import { verifyKek, type KekSource } from './kek-check.js';
 import { KekError } from './kek-error.js';
 import { MASTER_KEY_ENV, MASTER_KEY_FILE, createLocalVault, loadLocalKek } from './local-kek.js';
-import type { Vault } from './vault.js';
+import { openPkcs11Kek } from './pkcs11-kek.js';
+import { createEnvelopeVault, type Vault } from './vault.js';
 
 /**
  * The one way every command gets its vault (serve, `accounts create`, `kek …`): load the
@@ -15,10 +16,19 @@ import type { Vault } from './vault.js';
  * naming the setting when the KEK is not this store's.
  */
 export async function openKek(
-  config: Pick<Config, 'kek' | 'dataDir'>,
+  config: Pick<Config, 'kek' | 'dataDir' | 'pkcs11'>,
   env: Readonly<Record<string, string | undefined>>,
   store: Store,
   logger?: Logger,
+): Promise<Vault> {
+  return config.kek === 'pkcs11' ? openPkcs11(config, store, logger) : openLocal(config, env, store, logger);
+}
+
+async function openLocal(
+  config: Pick<Config, 'dataDir'>,
+  env: Readonly<Record<string, string | undefined>>,
+  store: Store,
+  logger: Logger | undefined,
 ): Promise<Vault> {
   const envValue = env[MASTER_KEY_ENV];
   const path = join(config.dataDir, MASTER_KEY_FILE);
@@ -52,6 +62,46 @@ export async function openKek(
     }
     throw err;
   }
+  return vault;
+}
+
+async function openPkcs11(
+  config: Pick<Config, 'pkcs11'>,
+  store: Store,
+  logger: Logger | undefined,
+): Promise<Vault> {
+  const settings = config.pkcs11;
+  if (settings === undefined)
+    throw new KekError('kek', 'Setting "kek" is "pkcs11" but no pkcs11 settings were given.');
+  // A KEK is created in the HSM only for a store that has none yet: a wrong label on a store in use
+  // must be refused, not answered with a fresh, empty key.
+  const fresh = (await store.keks.list()).length === 0 && (await store.keks.envelopeCounts()).size === 0;
+  const kek = await openPkcs11Kek({
+    module: settings.module,
+    tokenLabel: settings.tokenLabel,
+    pin: settings.pin,
+    keyLabel: settings.keyLabel,
+    create: fresh,
+  });
+  const vault = createEnvelopeVault(kek);
+  const label = `${settings.keyLabel} on token ${settings.tokenLabel}`;
+  try {
+    await verifyKek(
+      store,
+      vault,
+      {
+        setting: `pkcs11_token_label / pkcs11_key_label (the key "${label}")`,
+        fix: 'Point pkcs11_token_label and pkcs11_key_label at the HSM key this store was created with.',
+        provider: 'pkcs11',
+        label,
+      },
+      { logger },
+    );
+  } catch (err) {
+    await vault.close();
+    throw err;
+  }
+  if (kek.created) logger?.info({ kek_id: vault.kekId, label }, 'KEK created in the HSM');
   return vault;
 }
 

@@ -55,6 +55,10 @@ export interface Vault {
    * guessed provider key inside a request fingerprint).
    */
   mac(purpose: string, data: string): Promise<string>;
+  /** True when the KEK answers now (an HSM round trip); always true for a local KEK. For /readyz. */
+  healthy(): Promise<boolean>;
+  /** Releases the KEK provider (the HSM thread). */
+  close(): Promise<void>;
 }
 
 /** `kek_unavailable`: the KEK could not be used at all (an HSM that fails); nothing was learned about the envelope. */
@@ -185,6 +189,8 @@ export interface KeyEncryptionKey {
   unwrap(wrapped: Buffer, aad: Buffer): Promise<Buffer | undefined>;
   /** A 32-byte key for `purpose`, derived from the KEK (a KDF); never the KEK itself. */
   deriveKey(purpose: string): Promise<Buffer>;
+  healthy?(): Promise<boolean>;
+  close?(): Promise<void>;
 }
 
 export const WRAPPED_DEK_LENGTH = NONCE_LEN + KEY_LEN + TAG_LEN;
@@ -221,6 +227,10 @@ export function createEnvelopeVault(kek: KeyEncryptionKey): Vault {
 
   return {
     kekId,
+
+    healthy: () => kek.healthy?.() ?? Promise.resolve(true),
+
+    close: () => kek.close?.() ?? Promise.resolve(),
 
     async mac(purpose: string, data: string): Promise<string> {
       let key = macKeys.get(purpose);
