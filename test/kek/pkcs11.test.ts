@@ -76,8 +76,9 @@ for (const dialect of dialects) {
         await createToken(first, REAL_KEY);
         expect(await first.stop()).toBe(0);
         const before = await storeSnapshot(world);
+        const args = world.args;
         const serve = (env: Record<string, string>) =>
-          runCli(['serve', ...world!.args, '--api-port', '0', '--proxy-port', '0'], env);
+          runCli(['serve', ...args, '--api-port', '0', '--proxy-port', '0'], env);
 
         const wrongPin = await serve(hsm.env('tp-main', '999999'));
         expect(wrongPin.code).toBe(2);
