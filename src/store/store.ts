@@ -358,4 +358,11 @@ export interface KekRepo {
   envelopeCounts(): Promise<ReadonlyMap<string, number>>;
   /** A live provider-key or webhook envelope sealed under `kekId`, to test a KEK against. */
   sampleEnvelope(kekId: string): Promise<EnvelopeRef | undefined>;
+  /** Up to `limit` live envelopes of any table sealed under `kekId` (a batch for `kek rotate`). */
+  envelopesUnder(kekId: string, limit: number): Promise<readonly EnvelopeRef[]>;
+  /**
+   * Replaces one envelope by its rewrapped form, only if the row still holds `ref.envelope` (a key
+   * rotated or deleted meanwhile is left as it is). Returns whether it was replaced.
+   */
+  replaceEnvelope(ref: EnvelopeRef, rewrapped: Buffer): Promise<boolean>;
 }

@@ -3,7 +3,14 @@ import { link, mkdir, open, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConfigError } from '../config/load.js';
-import { createEnvelopeVault, gcmUnwrap, gcmWrap, kekFingerprint, type Vault } from './vault.js';
+import {
+  createEnvelopeVault,
+  gcmUnwrap,
+  gcmWrap,
+  kekFingerprint,
+  type KeyEncryptionKey,
+  type Vault,
+} from './vault.js';
 
 /**
  * The `local` KEK provider (DESIGN §2, §8): a 32-byte key from `TOKENPROXY_MASTER_KEY`, or else from
@@ -74,17 +81,22 @@ export async function loadLocalKek(options: LoadLocalKekOptions): Promise<Buffer
 
 /** A vault whose KEK lives in this process. The KEK is copied, so the caller may zero its Buffer. */
 export function createLocalVault(kek: Buffer): Vault {
+  return createEnvelopeVault(createLocalKek(kek));
+}
+
+/** The local KEK provider itself (for rewrapping between KEKs). The KEK is copied. */
+export function createLocalKek(kek: Buffer): KeyEncryptionKey {
   if (!Buffer.isBuffer(kek) || kek.length !== KEK_LENGTH) {
     throw new TypeError(`the key-encryption key must be ${KEK_LENGTH} bytes`);
   }
   const key = createSecretKey(Buffer.from(kek));
-  return createEnvelopeVault({
+  return {
     fingerprint: kekFingerprint(kek),
     wrap: (dek, aad) => Promise.resolve(gcmWrap(key, dek, aad)),
     unwrap: (wrapped, aad) => Promise.resolve(gcmUnwrap(key, wrapped, aad)),
     deriveKey: (purpose) =>
       Promise.resolve(Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), `tokenproxy:${purpose}`, 32))),
-  });
+  };
 }
 
 function errnoCode(err: unknown): string | undefined {

@@ -214,6 +214,42 @@ export function gcmUnwrap(key: KeyObject | Buffer, wrapped: Buffer, aad: Buffer)
   );
 }
 
+/**
+ * Moves an envelope from one KEK to another without touching its data: the DEK is unwrapped under
+ * `from` and wrapped under `to`, and the data nonce, ciphertext and tag are kept byte for byte. What
+ * `kek rotate` and `kek migrate` do to every stored envelope. Throws VaultError like decrypt.
+ */
+export async function rewrapEnvelope(
+  envelope: Buffer,
+  binding: KeyBinding,
+  from: KeyEncryptionKey,
+  to: KeyEncryptionKey,
+): Promise<Buffer> {
+  checkBinding(binding);
+  if (envelope.length < MIN_ENVELOPE_LENGTH || envelope[OFF_VERSION] !== ENVELOPE_VERSION) {
+    throw new VaultError('malformed', 'not a version 1 envelope');
+  }
+  const fromHeader = Buffer.concat([Buffer.from([ENVELOPE_VERSION]), from.fingerprint]);
+  if (!envelope.subarray(OFF_VERSION, OFF_WRAP_NONCE).equals(fromHeader)) {
+    throw new VaultError('wrong_kek', `envelope is not sealed under KEK ${from.fingerprint.toString('hex')}`);
+  }
+  const toHeader = Buffer.concat([Buffer.from([ENVELOPE_VERSION]), to.fingerprint]);
+  const dek = await from.unwrap(
+    envelope.subarray(OFF_WRAP_NONCE, OFF_DATA_NONCE),
+    bindingAad(WRAP_LABEL, binding, fromHeader),
+  );
+  if (dek === undefined) throw new VaultError('tampered', TAMPERED);
+  try {
+    const wrapped = await to.wrap(dek, bindingAad(WRAP_LABEL, binding, toHeader));
+    if (wrapped.length !== WRAPPED_DEK_LENGTH) {
+      throw new Error(`the KEK provider returned a ${wrapped.length}-byte wrapped DEK`);
+    }
+    return Buffer.concat([toHeader, wrapped, envelope.subarray(OFF_DATA_NONCE)]);
+  } finally {
+    dek.fill(0);
+  }
+}
+
 const TAMPERED = 'envelope failed authentication: it was altered, or it belongs to another key or account';
 
 export function createEnvelopeVault(kek: KeyEncryptionKey): Vault {

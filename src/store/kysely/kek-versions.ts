@@ -1,3 +1,4 @@
+import { envelopeKekId } from '../../vault/vault.js';
 import { sql } from 'kysely';
 import type { EnvelopeRef, KekRepo, KekVersion, NewKekVersion } from '../store.js';
 import type { RepoContext } from './context.js';
@@ -80,6 +81,99 @@ export class KyselyKekRepo implements KekRepo {
       }
     }
     return counts;
+  }
+
+  async envelopesUnder(kekId: string, limit: number): Promise<readonly EnvelopeRef[]> {
+    const refs: EnvelopeRef[] = [];
+    const keys = await this.ctx.db
+      .selectFrom('provider_keys')
+      .select(['id', 'account_id', 'ciphertext'])
+      .where('kek_id', '=', kekId)
+      .where('ciphertext', 'is not', null)
+      .orderBy('id')
+      .limit(limit)
+      .execute();
+    for (const row of keys) {
+      if (row.ciphertext === null) continue;
+      refs.push({
+        table: 'provider_keys',
+        keyId: row.id,
+        accountId: row.account_id,
+        envelope: Buffer.from(row.ciphertext),
+      });
+    }
+    if (refs.length >= limit) return refs;
+    const webhooks = await this.ctx.db
+      .selectFrom('webhooks')
+      .select(['id', 'account_id', 'secret'])
+      .where('kek_id', '=', kekId)
+      .orderBy('id')
+      .limit(limit - refs.length)
+      .execute();
+    for (const row of webhooks) {
+      refs.push({
+        table: 'webhooks',
+        keyId: row.id,
+        accountId: row.account_id,
+        envelope: Buffer.from(row.secret),
+      });
+    }
+    if (refs.length >= limit) return refs;
+    const replays = await this.ctx.db
+      .selectFrom('idempotency_keys')
+      .select(['account_id', 'idempotency_key', 'response_body'])
+      .where('kek_id', '=', kekId)
+      .where('response_body', 'is not', null)
+      .orderBy('account_id')
+      .orderBy('idempotency_key')
+      .limit(limit - refs.length)
+      .execute();
+    for (const row of replays) {
+      if (row.response_body === null) continue;
+      refs.push({
+        table: 'idempotency_keys',
+        keyId: `idempotency:${row.idempotency_key}`,
+        accountId: row.account_id,
+        envelope: Buffer.from(row.response_body),
+      });
+    }
+    return refs;
+  }
+
+  async replaceEnvelope(ref: EnvelopeRef, rewrapped: Buffer): Promise<boolean> {
+    const kekId = envelopeKekId(rewrapped);
+    const db = this.ctx.db;
+    let result: { numUpdatedRows: bigint };
+    switch (ref.table) {
+      case 'provider_keys':
+        result = await db
+          .updateTable('provider_keys')
+          .set({ ciphertext: rewrapped, kek_id: kekId })
+          .where('account_id', '=', ref.accountId)
+          .where('id', '=', ref.keyId)
+          .where('ciphertext', '=', ref.envelope)
+          .executeTakeFirst();
+        break;
+      case 'webhooks':
+        result = await db
+          .updateTable('webhooks')
+          .set({ secret: rewrapped, kek_id: kekId })
+          .where('account_id', '=', ref.accountId)
+          .where('id', '=', ref.keyId)
+          .where('secret', '=', ref.envelope)
+          .executeTakeFirst();
+        break;
+      case 'idempotency_keys':
+        result = await db
+          .updateTable('idempotency_keys')
+          .set({ response_body: rewrapped, kek_id: kekId })
+          .where('account_id', '=', ref.accountId)
+          .where('idempotency_key', '=', ref.keyId.slice('idempotency:'.length))
+          .where('response_body', '=', ref.envelope)
+          .executeTakeFirst();
+        break;
+    }
+    return result.numUpdatedRows > 0n;
   }
 
   async sampleEnvelope(kekId: string): Promise<EnvelopeRef | undefined> {
