@@ -2,6 +2,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { ConfigError, loadConfig, type Config } from '../config/load.js';
 import { SETTINGS, envName, flagName } from '../config/settings.js';
 import { PLAN_NAMES, type PlanName } from '../store/records.js';
+import { registerKekCommands } from './kek.js';
 import { VERSION } from '../version.js';
 
 type Out = (line: string) => void;
@@ -50,6 +51,16 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo): Prom
       .option('--json', 'print {"account_id", "api_key"} as JSON'),
   ).action((opts: Record<string, unknown>) => {
     result = createAccountCommand(opts, io);
+  });
+
+  registerKekCommands(program, {
+    withSettings,
+    configFrom: (opts) => configFrom(opts, io),
+    env: io.env,
+    stdout: io.stdout,
+    run: (promise) => {
+      result = promise;
+    },
   });
 
   try {

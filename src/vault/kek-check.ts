@@ -49,6 +49,13 @@ export async function opensCanary(
 
 export interface VerifyOptions {
   readonly logger?: Logger | undefined;
+  /**
+   * KEK ids the caller holds besides `vault`'s (`kek migrate` holds the source and the target):
+   * envelopes under them are not foreign.
+   */
+  readonly alsoHeld?: readonly string[];
+  /** Accept a retired version (`kek migrate` run again after it finished: nothing left to do). */
+  readonly allowRetired?: boolean;
   readonly now?: () => Date;
 }
 
@@ -68,12 +75,12 @@ export async function verifyKek(
     const counts = await store.keks.envelopeCounts();
     const mine = versions.find((v) => v.id === vault.kekId);
     if (mine !== undefined) {
-      await checkRecorded(vault, mine, versions, counts, source);
+      await checkRecorded(vault, mine, versions, counts, source, options);
       options.logger?.info({ kek_id: vault.kekId, kek: source.provider }, 'KEK verified against the store');
       return;
     }
     const live = versions.filter((v) => v.retiredAt === null).map((v) => v.id);
-    const foreign = [...counts.keys()].filter((id) => id !== vault.kekId);
+    const foreign = [...counts.keys()].filter((id) => id !== vault.kekId && !options.alsoHeld?.includes(id));
     if (live.length > 0 || foreign.length > 0) {
       throw mismatch(vault, source, [...new Set([...live, ...foreign])]);
     }
@@ -105,8 +112,10 @@ async function checkRecorded(
   versions: readonly KekVersion[],
   counts: ReadonlyMap<string, number>,
   source: KekSource,
+  options: VerifyOptions,
 ): Promise<void> {
-  if (mine.retiredAt !== null) {
+  const alsoHeld = options.alsoHeld ?? [];
+  if (mine.retiredAt !== null && options.allowRetired !== true) {
     const current = versions.filter((v) => v.retiredAt === null).map((v) => v.id);
     throw new KekError(
       source.setting,
@@ -121,7 +130,7 @@ async function checkRecorded(
         `(the record was altered, or the KEK differs). ${source.fix} Nothing was written.`,
     );
   }
-  const foreign = [...counts.keys()].filter((id) => id !== vault.kekId);
+  const foreign = [...counts.keys()].filter((id) => id !== vault.kekId && !alsoHeld.includes(id));
   if (foreign.length > 0) throw mismatch(vault, source, foreign);
 }
 
