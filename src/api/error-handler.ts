@@ -6,6 +6,7 @@ import {
   StorePlanLimitError,
   StoreUnavailableError,
 } from '../store/errors.js';
+import { isVaultError } from '../vault/vault.js';
 
 interface AjvError {
   readonly keyword: string;
@@ -24,6 +25,12 @@ export function toTokenProxyError(err: unknown): TokenProxyError {
     return new TokenProxyError(
       'store_unavailable',
       'The database is unavailable right now. Try again shortly.',
+    );
+  }
+  if (isVaultError(err) && err.code === 'kek_unavailable') {
+    return new TokenProxyError(
+      'kek_unavailable',
+      'The key-encryption key (HSM) cannot be reached right now, so no key can be sealed or opened. Try again shortly.',
     );
   }
   if (err instanceof StorePlanLimitError) {

@@ -49,7 +49,7 @@ export function registerIdempotency(api: ApiServer, deps: ApiDeps): void {
     const begun = await deps.store.idempotency.begin({
       accountId,
       key,
-      fingerprint: requestFingerprint(
+      fingerprint: await requestFingerprint(
         deps.vault,
         request.method,
         request.url.split('?')[0] ?? '',
@@ -76,7 +76,7 @@ export function registerIdempotency(api: ApiServer, deps: ApiDeps): void {
           { param: 'Idempotency-Key', headers: { 'retry-after': '1' } },
         );
       case 'completed': {
-        const plaintext = deps.vault.decrypt(begun.body, replayBinding(accountId, key));
+        const plaintext = await deps.vault.decrypt(begun.body, replayBinding(accountId, key));
         const body = plaintext.toString('utf8');
         plaintext.fill(0);
         return reply
@@ -95,7 +95,7 @@ export function registerIdempotency(api: ApiServer, deps: ApiDeps): void {
     try {
       if (reply.statusCode < 500 && typeof payload === 'string') {
         const plaintext = Buffer.from(payload, 'utf8');
-        const sealed = deps.vault.encrypt(plaintext, replayBinding(claim.accountId, claim.key));
+        const sealed = await deps.vault.encrypt(plaintext, replayBinding(claim.accountId, claim.key));
         plaintext.fill(0);
         await deps.store.idempotency.complete(claim.accountId, claim.key, reply.statusCode, sealed);
       } else {
@@ -140,7 +140,7 @@ export function requestFingerprint(
   method: string,
   path: string,
   body: unknown,
-): string {
+): Promise<string> {
   return vault.mac('idempotency-fingerprint', `${method} ${path}\n${JSON.stringify(canonical(body))}`);
 }
 

@@ -2,6 +2,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { ConfigError, loadConfig, type Config } from '../config/load.js';
 import { SETTINGS, envName, flagName, type SettingSpec } from '../config/settings.js';
 import { PLAN_NAMES, type PlanName } from '../store/records.js';
+import { registerKekCommands } from './kek.js';
 import { VERSION } from '../version.js';
 
 type Out = (line: string) => void;
@@ -53,6 +54,16 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo): Prom
     STORE_SETTINGS,
   ).action((opts: Record<string, unknown>) => {
     result = createAccountCommand(opts, io);
+  });
+
+  registerKekCommands(program, {
+    withSettings,
+    configFrom: (opts) => configFrom(opts, io),
+    env: io.env,
+    stdout: io.stdout,
+    run: (promise) => {
+      result = promise;
+    },
   });
 
   try {
@@ -165,12 +176,15 @@ async function createAccountCommand(opts: Record<string, unknown>, io: CliIo): P
     io.stderr('tokenproxy: --name must be 1 to 200 characters.');
     return 2;
   }
-  const [{ openStore }, { createAccount }] = await Promise.all([
+  const [{ openStore }, { createAccount }, { openKek }] = await Promise.all([
     import('../store/open.js'),
     import('../accounts/create-account.js'),
+    import('../vault/open-kek.js'),
   ]);
   const store = await openStore({ database: config.database, dataDir: config.dataDir });
   try {
+    // Same check as serve: a command run with the wrong KEK writes nothing to the store.
+    await (await openKek(config, io.env, store)).close();
     const { account, apiKey } = await createAccount(store, name, opts.plan as PlanName, new Date());
     if (opts.json === true) {
       io.stdout(JSON.stringify({ account_id: account.id, api_key: apiKey }));

@@ -44,7 +44,9 @@ export interface Config {
   readonly expirySweepIntervalMs: number;
   /** Plan limits: the built-in table, with the config file's `plans` applied. */
   readonly plans: Readonly<Record<PlanName, PlanLimits>>;
-  readonly kek: 'local';
+  readonly kek: 'local' | 'pkcs11';
+  /** The PKCS#11 settings, present exactly when `kek` is `pkcs11`. */
+  readonly pkcs11: Pkcs11Settings | undefined;
   readonly drainTimeoutMs: number;
   readonly logLevel: string;
   readonly providers: readonly Provider[];
@@ -55,6 +57,14 @@ export interface Config {
   readonly anomalyWarmupMs: number;
   /** Where each setting came from, for the start-up banner. Values of secret settings are not kept. */
   readonly sources: Readonly<Record<SettingName, Source>>;
+}
+
+export interface Pkcs11Settings {
+  readonly module: string;
+  readonly tokenLabel: string;
+  /** Secret: never printed or logged. */
+  readonly pin: string;
+  readonly keyLabel: string;
 }
 
 export type Source = 'flag' | 'env' | 'file' | 'default' | 'unset';
@@ -206,7 +216,8 @@ export function loadConfig(input: ConfigInput): Config {
     webhookDisableAfterMs: values.webhook_disable_after as number,
     expirySweepIntervalMs: values.expiry_sweep_interval as number,
     plans: parsePlans(file.plans, input.configFile),
-    kek: 'local',
+    kek: values.kek as 'local' | 'pkcs11',
+    pkcs11: pkcs11From(values),
     drainTimeoutMs: values.drain_timeout as number,
     logLevel: values.log_level as string,
     providers: parseProviders(file.providers, input.configFile),
@@ -217,6 +228,25 @@ export function loadConfig(input: ConfigInput): Config {
     sources: sources as Record<SettingName, Source>,
   };
   return deepFreeze(config);
+}
+
+function pkcs11From(values: Readonly<Record<string, unknown>>): Pkcs11Settings | undefined {
+  if (values.kek !== 'pkcs11') return undefined;
+  for (const name of ['pkcs11_module', 'pkcs11_token_label', 'pkcs11_pin'] as const) {
+    if (typeof values[name] !== 'string') {
+      throw new ConfigError(
+        `Setting "${name}" is required with kek "pkcs11" (flag ${flagName(name)}, environment ${envName(name)}${
+          name === 'pkcs11_pin' ? ', which is where the PIN belongs' : ''
+        }).`,
+      );
+    }
+  }
+  return {
+    module: resolve(values.pkcs11_module as string),
+    tokenLabel: values.pkcs11_token_label as string,
+    pin: values.pkcs11_pin as string,
+    keyLabel: values.pkcs11_key_label as string,
+  };
 }
 
 function readConfigFile(path: string): Record<string, unknown> {

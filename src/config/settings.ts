@@ -192,9 +192,33 @@ export const SETTINGS = [
   },
   {
     name: 'kek',
-    kind: { type: 'enum', values: ['local'] },
+    kind: { type: 'enum', values: ['local', 'pkcs11'] },
     default: 'local',
-    description: 'Key-encryption key provider. `local`: `<data_dir>/master.key` or `TOKENPROXY_MASTER_KEY`.',
+    description:
+      'Key-encryption key provider. `local`: `<data_dir>/master.key` or `TOKENPROXY_MASTER_KEY`. `pkcs11`: a key inside an HSM (the `pkcs11_*` settings).',
+  },
+  {
+    name: 'pkcs11_module',
+    kind: { type: 'path' },
+    description: 'With `kek: pkcs11`: path of the PKCS#11 library, e.g. `/usr/lib/softhsm/libsofthsm2.so`.',
+  },
+  {
+    name: 'pkcs11_token_label',
+    kind: { type: 'string', pattern: /^.{1,32}$/, accepted: 'the token label, 1 to 32 characters' },
+    description: 'With `kek: pkcs11`: label of the HSM token that holds the KEK.',
+  },
+  {
+    name: 'pkcs11_pin',
+    kind: { type: 'string', pattern: /^.{1,255}$/, accepted: 'the user PIN of the token' },
+    description: 'With `kek: pkcs11`: the token user PIN. Give it as `TOKENPROXY_PKCS11_PIN`; never printed.',
+    secret: true,
+  },
+  {
+    name: 'pkcs11_key_label',
+    kind: { type: 'string', pattern: /^.{1,64}$/, accepted: 'a key label, 1 to 64 characters' },
+    default: 'tokenproxy-kek',
+    description:
+      'With `kek: pkcs11`: label of the KEK object in the token; created on first start when absent.',
   },
   {
     name: 'drain_timeout',

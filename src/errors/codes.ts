@@ -67,6 +67,7 @@ export const ERROR_CODES = {
 
   // Server side
   store_unavailable: { status: 503, type: 'internal' },
+  kek_unavailable: { status: 503, type: 'internal' },
   internal_error: { status: 500, type: 'internal' },
 } as const satisfies Record<string, CodeSpec>;
 

@@ -101,7 +101,7 @@ export function startEvents(options: StartEventsOptions): RunningEvents {
     const webhook = delivery.webhook;
     if (webhook === null) return { ok: false, error: 'endpoint deleted', permanent: true };
     if (webhook.disabledAt !== null) return { ok: false, error: 'endpoint disabled', permanent: true };
-    const key = vault.decrypt(webhook.secret, { keyId: webhook.id, accountId: webhook.accountId });
+    const key = await vault.decrypt(webhook.secret, { keyId: webhook.id, accountId: webhook.accountId });
     try {
       return await sendWebhook(webhook.url, key, delivery.event, Math.floor(now().getTime() / 1000), {
         allowPrivate: config.allowPrivateWebhooks,

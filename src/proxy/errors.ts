@@ -22,6 +22,7 @@ export const PROXY_ERROR_MESSAGES = {
   upstream_unreachable: 'The provider could not be reached.',
   upstream_timeout: 'The provider did not answer in time.',
   store_unavailable: 'The token store is unavailable; retry shortly.',
+  kek_unavailable: 'The key-encryption key (HSM) is unavailable; retry shortly.',
   internal_error: 'Internal error in the proxy.',
 } as const;
 

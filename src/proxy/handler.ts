@@ -26,6 +26,7 @@ import { parseTarget, upstreamPath } from './route.js';
 import { TokenCache, type TokenEntry } from './token-cache.js';
 import { logUpstreamFailure, upstreamErrorCode } from './upstream-failure.js';
 import { Upstreams, type Upstream } from './upstream.js';
+import { isVaultError } from '../vault/vault.js';
 
 /**
  * The proxy's request flow (specification §1, DESIGN §4), in order:
@@ -333,12 +334,24 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 
   #forward(upstream: Upstream, keyId: string, accountId: string, ciphertext: Buffer): void {
-    let key: Buffer;
-    try {
-      key = this.#ctx.deps.vault.decrypt(ciphertext, { keyId, accountId });
-    } catch (err) {
-      this.#ctx.deps.logger?.error({ err: errorSummary(err), key_id: keyId }, 'cannot decrypt provider key');
-      return this.refuse('internal_error');
+    this.#ctx.deps.vault.decrypt(ciphertext, { keyId, accountId }).then(
+      (key) => this.#forwardWith(upstream, key),
+      (err: unknown) => {
+        // An HSM that cannot be reached is a 503 the client may retry, never a 500 (DESIGN §8).
+        const unavailable = isVaultError(err) && err.code === 'kek_unavailable';
+        this.#ctx.deps.logger?.error(
+          { err: errorSummary(err), key_id: keyId },
+          unavailable ? 'KEK unavailable: cannot decrypt provider key' : 'cannot decrypt provider key',
+        );
+        if (!this.#clientGone) this.refuse(unavailable ? 'kek_unavailable' : 'internal_error');
+      },
+    );
+  }
+
+  #forwardWith(upstream: Upstream, key: Buffer): void {
+    if (this.#clientGone) {
+      key.fill(0);
+      return;
     }
     this.#key = key;
     if (key.length === 0) {

@@ -14,7 +14,7 @@ import { createProxyServer } from '../proxy/server.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/store.js';
 import { loadTlsMaterial } from '../tls/tls-material.js';
-import { createLocalVault, loadLocalKek } from '../vault/local-kek.js';
+import { openKek } from '../vault/open-kek.js';
 import { octal, prepareDataDir } from './data-dir.js';
 import { acquireInstanceLock } from './instance-lock.js';
 import { bindError, preflight } from './preflight.js';
@@ -81,9 +81,6 @@ async function startLocked(
   stopStarted: () => Promise<void>,
 ): Promise<RunningServer> {
   const { logger, print } = options;
-  const kek = await loadLocalKek({ dataDir: config.dataDir, envValue: options.env.TOKENPROXY_MASTER_KEY });
-  const vault = createLocalVault(kek);
-  kek.fill(0);
 
   const tls = config.insecureHttp
     ? undefined
@@ -96,6 +93,9 @@ async function startLocked(
 
   const store = await openStore({ database: config.database, dataDir: config.dataDir });
   started.push(() => store.close());
+  // The KEK is proven against the store before anything else starts: a wrong one never writes.
+  const vault = await openKek(config, options.env, store, logger);
+  started.push(() => vault.close());
   let publicProxyUrl = '';
   const providers = new ProviderRegistry(config.providers);
   const metrics = createMetrics({ providers: providers.ids() });

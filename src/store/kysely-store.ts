@@ -5,6 +5,7 @@ import { KyselyAccountRepo } from './kysely/accounts.js';
 import { KyselyDeliveryRepo } from './kysely/deliveries.js';
 import { KyselyEventRepo } from './kysely/events.js';
 import { KyselyIdempotencyRepo } from './kysely/idempotency.js';
+import { KyselyKekRepo } from './kysely/kek-versions.js';
 import { KyselyKeyRepo } from './kysely/keys.js';
 import { KyselyAnomalyRepo, KyselyRequestLogRepo } from './kysely/logs.js';
 import { KyselyTokenRepo } from './kysely/tokens.js';
@@ -25,6 +26,7 @@ export class KyselyStore implements Store {
   readonly webhooks: KyselyWebhookRepo;
   readonly events: KyselyEventRepo;
   readonly deliveries: KyselyDeliveryRepo;
+  readonly keks: KyselyKekRepo;
   private closing: Promise<void> | undefined;
 
   constructor(
@@ -42,6 +44,7 @@ export class KyselyStore implements Store {
     this.events = new KyselyEventRepo(ctx);
     this.deliveries = new KyselyDeliveryRepo(ctx);
     this.idempotency = new KyselyIdempotencyRepo(ctx);
+    this.keks = new KyselyKekRepo(ctx);
   }
 
   async ping(): Promise<void> {

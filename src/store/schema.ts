@@ -29,6 +29,8 @@ export interface ProviderKeysTable {
   provider: string;
   hint: string;
   ciphertext: Buffer | null;
+  /** Id of the KEK version that wrapped the ciphertext's data key; null once the key is deleted. */
+  kek_id: Generated<string | null>;
   created_at: string;
   rotated_at: string | null;
   deleted_at: string | null;
@@ -107,6 +109,7 @@ export interface IdempotencyKeysTable {
   response_status: number | null;
   /** Vault envelope of the response body; null while in flight. */
   response_body: Buffer | null;
+  kek_id: Generated<string | null>;
 }
 
 export interface WebhooksTable {
@@ -117,6 +120,7 @@ export interface WebhooksTable {
   events: string;
   /** The signing secret, as a vault envelope. */
   secret: Buffer;
+  kek_id: Generated<string | null>;
   created_at: string;
   disabled_at: string | null;
   disabled_reason: string | null;
@@ -152,6 +156,21 @@ export interface DeliveriesTable {
   completed_at: string | null;
 }
 
+/** One row per KEK version (migration 0007). */
+export interface KekVersionsTable {
+  /** The KEK's 8-byte fingerprint as hex: the id every envelope sealed under it carries. */
+  id: string;
+  /** `local` or `pkcs11`. */
+  provider: string;
+  /** Where the KEK lives, safe to print (the HSM key label and token); null for `local`. */
+  label: string | null;
+  /** A vault envelope of a known plaintext under this KEK: opening it proves the KEK. */
+  canary: Buffer;
+  created_at: string;
+  /** Set when no envelope uses the version any more and it may be destroyed. */
+  retired_at: string | null;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -164,6 +183,7 @@ export interface Database {
   webhooks: WebhooksTable;
   events: EventsTable;
   deliveries: DeliveriesTable;
+  kek_versions: KekVersionsTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;

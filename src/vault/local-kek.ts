@@ -3,7 +3,14 @@ import { link, mkdir, open, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConfigError } from '../config/config-error.js';
-import { createEnvelopeVault, gcmUnwrap, gcmWrap, kekFingerprint, type Vault } from './vault.js';
+import {
+  createEnvelopeVault,
+  gcmUnwrap,
+  gcmWrap,
+  kekFingerprint,
+  type KeyEncryptionKey,
+  type Vault,
+} from './vault.js';
 
 /**
  * The `local` KEK provider (DESIGN §2, §8): a 32-byte key from `TOKENPROXY_MASTER_KEY`, or else from
@@ -18,9 +25,11 @@ const ACCEPTED = 'base64 (standard or url-safe, padding optional) of exactly 32 
 const HOW_TO_MAKE = 'e.g. the output of `openssl rand -base64 32`';
 
 export class LocalKekError extends ConfigError {
+  // A ConfigError: a missing, malformed or exposed master key is a bad setting (exit 2).
   constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
+    super(message);
     this.name = 'LocalKekError';
+    if (options?.cause !== undefined) this.cause = options.cause;
   }
 }
 
@@ -72,17 +81,22 @@ export async function loadLocalKek(options: LoadLocalKekOptions): Promise<Buffer
 
 /** A vault whose KEK lives in this process. The KEK is copied, so the caller may zero its Buffer. */
 export function createLocalVault(kek: Buffer): Vault {
+  return createEnvelopeVault(createLocalKek(kek));
+}
+
+/** The local KEK provider itself (for rewrapping between KEKs). The KEK is copied. */
+export function createLocalKek(kek: Buffer): KeyEncryptionKey {
   if (!Buffer.isBuffer(kek) || kek.length !== KEK_LENGTH) {
     throw new TypeError(`the key-encryption key must be ${KEK_LENGTH} bytes`);
   }
   const key = createSecretKey(Buffer.from(kek));
-  return createEnvelopeVault({
+  return {
     fingerprint: kekFingerprint(kek),
-    wrap: (dek, aad) => gcmWrap(key, dek, aad),
-    unwrap: (wrapped, aad) => gcmUnwrap(key, wrapped, aad),
+    wrap: (dek, aad) => Promise.resolve(gcmWrap(key, dek, aad)),
+    unwrap: (wrapped, aad) => Promise.resolve(gcmUnwrap(key, wrapped, aad)),
     deriveKey: (purpose) =>
-      Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), `tokenproxy:${purpose}`, 32)),
-  });
+      Promise.resolve(Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), `tokenproxy:${purpose}`, 32))),
+  };
 }
 
 function errnoCode(err: unknown): string | undefined {

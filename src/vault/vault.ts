@@ -42,19 +42,28 @@ export interface KeyBinding {
 export interface Vault {
   /** Fingerprint of the KEK in use (non-secret: first 8 bytes of SHA-256(KEK) as hex), for logs and errors. */
   readonly kekId: string;
-  /** Returns the envelope to store. */
-  encrypt(plaintext: Buffer, binding: KeyBinding): Buffer;
+  /**
+   * Returns the envelope to store. Asynchronous because a KEK in an HSM answers from another thread;
+   * rejects with VaultError('kek_unavailable') when the KEK cannot be reached.
+   */
+  encrypt(plaintext: Buffer, binding: KeyBinding): Promise<Buffer>;
   /** The CALLER zeroes the returned Buffer (`buf.fill(0)`) when done with it. */
-  decrypt(envelope: Buffer, binding: KeyBinding): Buffer;
+  decrypt(envelope: Buffer, binding: KeyBinding): Promise<Buffer>;
   /**
    * HMAC-SHA256 (hex) of `data` under a key derived from the KEK for `purpose`: a digest that can be
    * stored and compared, but not recomputed by someone who only has the database (e.g. to confirm a
    * guessed provider key inside a request fingerprint).
    */
-  mac(purpose: string, data: string): string;
+  mac(purpose: string, data: string): Promise<string>;
+  /** True when the KEK answers now (an HSM round trip); always true for a local KEK. For /readyz. */
+  healthy(): Promise<boolean>;
+  /** Releases the KEK provider (the HSM thread). */
+  close(): Promise<void>;
 }
 
-export type VaultErrorCode = 'tampered' | 'wrong_kek' | 'unsupported_version' | 'malformed';
+/** `kek_unavailable`: the KEK could not be used at all (an HSM that fails); nothing was learned about the envelope. */
+export type VaultErrorCode =
+  'tampered' | 'wrong_kek' | 'unsupported_version' | 'malformed' | 'kek_unavailable';
 
 /** Messages name what failed and the KEK fingerprints at most: never key material or plaintext. */
 export class VaultError extends Error {
@@ -94,6 +103,16 @@ const DATA_LABEL = 'tokenproxy/vault/v1/data';
 
 export function kekFingerprint(kek: Buffer): Buffer {
   return createHash('sha256').update(kek).digest().subarray(0, KEK_FP_LEN);
+}
+
+/**
+ * The id of the KEK an envelope was sealed under (its fingerprint as hex), read from the header
+ * without opening anything; null for what is not a version-1 envelope. The store keeps it beside
+ * each envelope so a start and `kek rotate` can tell which KEK versions are in use.
+ */
+export function envelopeKekId(envelope: Buffer): string | null {
+  if (envelope.length < MIN_ENVELOPE_LENGTH || envelope[OFF_VERSION] !== ENVELOPE_VERSION) return null;
+  return envelope.subarray(OFF_KEK_FP, OFF_WRAP_NONCE).toString('hex');
 }
 
 /** Built in one buffer: it runs twice per proxied request, and concatenating parts cost ~1 µs each time. */
@@ -161,12 +180,17 @@ function open(
 export interface KeyEncryptionKey {
   /** First 8 bytes of SHA-256(KEK) (or another stable non-secret id of the same length). */
   readonly fingerprint: Buffer;
-  /** Returns nonce (12) || ciphertext (32) || tag (16), with a fresh random nonce. */
-  wrap(dek: Buffer, aad: Buffer): Buffer;
+  /**
+   * Returns nonce (12) || ciphertext (32) || tag (16), with a fresh random nonce. Rejects with
+   * VaultError('kek_unavailable') when the KEK cannot be reached.
+   */
+  wrap(dek: Buffer, aad: Buffer): Promise<Buffer>;
   /** Returns the DEK, or undefined when authentication fails. The vault zeroes the result. */
-  unwrap(wrapped: Buffer, aad: Buffer): Buffer | undefined;
-  /** A 32-byte key for `purpose`, derived from the KEK (HKDF); never the KEK itself. */
-  deriveKey(purpose: string): Buffer;
+  unwrap(wrapped: Buffer, aad: Buffer): Promise<Buffer | undefined>;
+  /** A 32-byte key for `purpose`, derived from the KEK (a KDF); never the KEK itself. */
+  deriveKey(purpose: string): Promise<Buffer>;
+  healthy?(): Promise<boolean>;
+  close?(): Promise<void>;
 }
 
 export const WRAPPED_DEK_LENGTH = NONCE_LEN + KEY_LEN + TAG_LEN;
@@ -190,6 +214,42 @@ export function gcmUnwrap(key: KeyObject | Buffer, wrapped: Buffer, aad: Buffer)
   );
 }
 
+/**
+ * Moves an envelope from one KEK to another without touching its data: the DEK is unwrapped under
+ * `from` and wrapped under `to`, and the data nonce, ciphertext and tag are kept byte for byte. What
+ * `kek rotate` and `kek migrate` do to every stored envelope. Throws VaultError like decrypt.
+ */
+export async function rewrapEnvelope(
+  envelope: Buffer,
+  binding: KeyBinding,
+  from: KeyEncryptionKey,
+  to: KeyEncryptionKey,
+): Promise<Buffer> {
+  checkBinding(binding);
+  if (envelope.length < MIN_ENVELOPE_LENGTH || envelope[OFF_VERSION] !== ENVELOPE_VERSION) {
+    throw new VaultError('malformed', 'not a version 1 envelope');
+  }
+  const fromHeader = Buffer.concat([Buffer.from([ENVELOPE_VERSION]), from.fingerprint]);
+  if (!envelope.subarray(OFF_VERSION, OFF_WRAP_NONCE).equals(fromHeader)) {
+    throw new VaultError('wrong_kek', `envelope is not sealed under KEK ${from.fingerprint.toString('hex')}`);
+  }
+  const toHeader = Buffer.concat([Buffer.from([ENVELOPE_VERSION]), to.fingerprint]);
+  const dek = await from.unwrap(
+    envelope.subarray(OFF_WRAP_NONCE, OFF_DATA_NONCE),
+    bindingAad(WRAP_LABEL, binding, fromHeader),
+  );
+  if (dek === undefined) throw new VaultError('tampered', TAMPERED);
+  try {
+    const wrapped = await to.wrap(dek, bindingAad(WRAP_LABEL, binding, toHeader));
+    if (wrapped.length !== WRAPPED_DEK_LENGTH) {
+      throw new Error(`the KEK provider returned a ${wrapped.length}-byte wrapped DEK`);
+    }
+    return Buffer.concat([toHeader, wrapped, envelope.subarray(OFF_DATA_NONCE)]);
+  } finally {
+    dek.fill(0);
+  }
+}
+
 const TAMPERED = 'envelope failed authentication: it was altered, or it belongs to another key or account';
 
 export function createEnvelopeVault(kek: KeyEncryptionKey): Vault {
@@ -204,20 +264,24 @@ export function createEnvelopeVault(kek: KeyEncryptionKey): Vault {
   return {
     kekId,
 
-    mac(purpose: string, data: string): string {
+    healthy: () => kek.healthy?.() ?? Promise.resolve(true),
+
+    close: () => kek.close?.() ?? Promise.resolve(),
+
+    async mac(purpose: string, data: string): Promise<string> {
       let key = macKeys.get(purpose);
       if (key === undefined) {
-        key = kek.deriveKey(purpose);
+        key = await kek.deriveKey(purpose);
         macKeys.set(purpose, key);
       }
       return createHmac('sha256', key).update(data, 'utf8').digest('hex');
     },
 
-    encrypt(plaintext: Buffer, binding: KeyBinding): Buffer {
+    async encrypt(plaintext: Buffer, binding: KeyBinding): Promise<Buffer> {
       checkBinding(binding);
       const dek = randomBytes(KEY_LEN);
       try {
-        const wrapped = kek.wrap(dek, bindingAad(WRAP_LABEL, binding, header));
+        const wrapped = await kek.wrap(dek, bindingAad(WRAP_LABEL, binding, header));
         if (wrapped.length !== WRAPPED_DEK_LENGTH) {
           throw new Error(`the KEK provider returned a ${wrapped.length}-byte wrapped DEK`);
         }
@@ -229,7 +293,7 @@ export function createEnvelopeVault(kek: KeyEncryptionKey): Vault {
       }
     },
 
-    decrypt(envelope: Buffer, binding: KeyBinding): Buffer {
+    async decrypt(envelope: Buffer, binding: KeyBinding): Promise<Buffer> {
       checkBinding(binding);
       if (!Buffer.isBuffer(envelope) || envelope.length === 0) {
         throw new VaultError('malformed', 'envelope is empty');
@@ -256,7 +320,7 @@ export function createEnvelopeVault(kek: KeyEncryptionKey): Vault {
 
       // The AAD uses this vault's own header, not the stored one: an envelope whose fingerprint
       // differs only because bits flipped still unwraps, which tells tampering apart from a wrong KEK.
-      const dek = kek.unwrap(wrapped, bindingAad(WRAP_LABEL, binding, header));
+      const dek = await kek.unwrap(wrapped, bindingAad(WRAP_LABEL, binding, header));
       const fpMatches = timingSafeEqual(storedFp, fingerprint);
       if (dek === undefined) {
         if (!fpMatches) {

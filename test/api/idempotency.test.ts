@@ -69,7 +69,7 @@ for (const fixture of databases) {
       const stored = await h.store.idempotency.begin({
         accountId: c.accountId,
         key,
-        fingerprint: requestFingerprint(h.vault, 'POST', '/v1/tokens', tokenBody()),
+        fingerprint: await requestFingerprint(h.vault, 'POST', '/v1/tokens', tokenBody()),
         now: now.toISOString(),
         expiresAt: new Date(now.getTime() + 1000).toISOString(),
         staleBefore: new Date(now.getTime() - 60_000).toISOString(),
@@ -80,10 +80,10 @@ for (const fixture of databases) {
       expect(stored.body.includes(created.sanitized_key)).toBe(false);
       expect(stored.body.includes('svc_hb_')).toBe(false);
       expect(stored.body.includes(created.token_id)).toBe(false);
-      const opened = h.vault.decrypt(stored.body, replayBinding(c.accountId, key));
+      const opened = await h.vault.decrypt(stored.body, replayBinding(c.accountId, key));
       expect(JSON.parse(opened.toString('utf8'))).toEqual(created);
       // The envelope is bound to its account and key: moved to another, it does not open.
-      expect(() => h.vault.decrypt(stored.body, replayBinding(c.accountId, `${key}x`))).toThrow();
+      await expect(h.vault.decrypt(stored.body, replayBinding(c.accountId, `${key}x`))).rejects.toThrow();
     });
 
     it('the same key with another body or another path is 409 idempotency_conflict, and does nothing', async () => {
@@ -131,7 +131,7 @@ for (const fixture of databases) {
       const claim = await h.store.idempotency.begin({
         accountId: c.accountId,
         key,
-        fingerprint: requestFingerprint(h.vault, 'POST', '/v1/tokens', body),
+        fingerprint: await requestFingerprint(h.vault, 'POST', '/v1/tokens', body),
         now: now.toISOString(),
         expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS).toISOString(),
         staleBefore: new Date(now.getTime() - 60_000).toISOString(),

@@ -39,7 +39,7 @@ for (const fixture of databases) {
       const found = await h.store.tokens.findByDigest(secretDigest(sanitizedKey));
       expect(found).toBeDefined();
       if (found === undefined || found.ciphertext === null) return null;
-      const plaintext = h.vault.decrypt(found.ciphertext, {
+      const plaintext = await h.vault.decrypt(found.ciphertext, {
         keyId: found.token.keyId,
         accountId: c.accountId,
       });

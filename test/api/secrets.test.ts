@@ -377,13 +377,13 @@ for (const fixture of databases) {
         const ciphertext = found?.ciphertext ?? Buffer.alloc(0);
         expect(ciphertext.length).toBeGreaterThan(0);
         expect(leaks(ciphertext, { realKey })).toEqual([]);
-        const plain = h.vault.decrypt(ciphertext, { keyId: t.real_key_ref, accountId: c.accountId });
+        const plain = await h.vault.decrypt(ciphertext, { keyId: t.real_key_ref, accountId: c.accountId });
         expect(plain.toString('utf8')).toBe(realKey);
         plain.fill(0);
         // Bound to its key and account: another binding does not open it.
-        expect(() =>
+        await expect(
           h.vault.decrypt(ciphertext, { keyId: t.real_key_ref, accountId: h.accountId }),
-        ).toThrow();
+        ).rejects.toThrow();
 
         ok(await c.request('DELETE', `/v1/keys/${t.real_key_ref}`));
         expect((await h.store.tokens.findByDigest(secretDigest(t.sanitized_key)))?.ciphertext).toBeNull();

@@ -137,8 +137,10 @@ export async function startProxyHarness(
     kekId: realVault.kekId,
     encrypt: (plaintext, binding) => realVault.encrypt(plaintext, binding),
     mac: (purpose, data) => realVault.mac(purpose, data),
-    decrypt(envelope, binding) {
-      const out = realVault.decrypt(envelope, binding);
+    healthy: () => realVault.healthy(),
+    close: () => realVault.close(),
+    async decrypt(envelope, binding) {
+      const out = await realVault.decrypt(envelope, binding);
       decrypted.push(out);
       return out;
     },

@@ -431,6 +431,7 @@ for (const fixture of databases) {
           '0004_idempotency',
           '0005_token_expiry_index',
           '0006_request_log_error_code',
+          '0007_kek_versions',
         ]);
         expect(await first.migrateToLatest()).toEqual([]);
         await first.close();

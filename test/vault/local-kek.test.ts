@@ -143,8 +143,8 @@ describe('createLocalVault with a loaded KEK', () => {
   it('decrypts after a restart that reloads the key from the file', async () => {
     const binding = { keyId: 'key_a', accountId: 'acct_a' };
     const secret = Buffer.from('sk-live-secret');
-    const envelope = createLocalVault(await loadLocalKek({ dataDir })).encrypt(secret, binding);
+    const envelope = await createLocalVault(await loadLocalKek({ dataDir })).encrypt(secret, binding);
     const reloaded = createLocalVault(await loadLocalKek({ dataDir }));
-    expect(reloaded.decrypt(envelope, binding).equals(secret)).toBe(true);
+    expect((await reloaded.decrypt(envelope, binding)).equals(secret)).toBe(true);
   });
 });

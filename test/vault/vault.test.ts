@@ -13,9 +13,9 @@ const KEK = randomBytes(32);
 const BINDING: KeyBinding = { keyId: 'key_5Hd8kLmN2pQrStUvWxYz1a', accountId: 'acct_9aBcDeFgHiJkLmNoPqRsTu' };
 const SECRET = Buffer.from('sk-proj-THIS-IS-THE-REAL-PROVIDER-KEY-0123456789abcdef', 'utf8');
 
-function expectVaultError(fn: () => unknown, code: VaultErrorCode): VaultError {
+async function expectVaultError(fn: () => Promise<unknown>, code: VaultErrorCode): Promise<VaultError> {
   try {
-    fn();
+    await fn();
   } catch (err) {
     expect(err).toBeInstanceOf(VaultError);
     const vaultError = err as VaultError;
@@ -35,27 +35,30 @@ function flipBit(buf: Buffer, offset: number, bit = 0): Buffer {
   return copy;
 }
 
-describe('local vault', () => {
-  const vault = createLocalVault(KEK);
-  const envelope = vault.encrypt(SECRET, BINDING);
+const LOCAL = createLocalVault(KEK);
+const ENVELOPE = await LOCAL.encrypt(SECRET, BINDING);
 
-  it('round-trips', () => {
-    const plain = vault.decrypt(envelope, BINDING);
+describe('local vault', () => {
+  const vault = LOCAL;
+  const envelope = ENVELOPE;
+
+  it('round-trips', async () => {
+    const plain = await vault.decrypt(envelope, BINDING);
     expect(plain.equals(SECRET)).toBe(true);
   });
 
-  it('round-trips an empty and a large plaintext', () => {
+  it('round-trips an empty and a large plaintext', async () => {
     for (const plaintext of [Buffer.alloc(0), randomBytes(100_000)]) {
-      const sealed = vault.encrypt(plaintext, BINDING);
+      const sealed = await vault.encrypt(plaintext, BINDING);
       expect(sealed.length).toBe(MIN_ENVELOPE_LENGTH + plaintext.length);
-      expect(vault.decrypt(sealed, BINDING).equals(plaintext)).toBe(true);
+      expect((await vault.decrypt(sealed, BINDING)).equals(plaintext)).toBe(true);
     }
   });
 
-  it('works across vault instances with the same KEK (a restart)', () => {
+  it('works across vault instances with the same KEK (a restart)', async () => {
     const again = createLocalVault(Buffer.from(KEK));
     expect(again.kekId).toBe(vault.kekId);
-    expect(again.decrypt(envelope, BINDING).equals(SECRET)).toBe(true);
+    expect((await again.decrypt(envelope, BINDING)).equals(SECRET)).toBe(true);
   });
 
   it('has a non-secret 16-hex-digit kekId', () => {
@@ -69,9 +72,9 @@ describe('local vault', () => {
     expect(envelope.length).toBe(MIN_ENVELOPE_LENGTH + SECRET.length);
   });
 
-  it('gives two different envelopes for the same key', () => {
-    const a = vault.encrypt(SECRET, BINDING);
-    const b = vault.encrypt(SECRET, BINDING);
+  it('gives two different envelopes for the same key', async () => {
+    const a = await vault.encrypt(SECRET, BINDING);
+    const b = await vault.encrypt(SECRET, BINDING);
     expect(a.equals(b)).toBe(false);
     // Fresh nonces and DEK: everything after the header differs.
     expect(a.subarray(9, 21).equals(b.subarray(9, 21))).toBe(false);
@@ -91,22 +94,22 @@ describe('local vault', () => {
     }
   });
 
-  it('returns a fresh Buffer the caller can zero without harming the envelope or later decrypts', () => {
-    const plain = vault.decrypt(envelope, BINDING);
+  it('returns a fresh Buffer the caller can zero without harming the envelope or later decrypts', async () => {
+    const plain = await vault.decrypt(envelope, BINDING);
     expect(Buffer.isBuffer(plain)).toBe(true);
     plain.fill(0);
     expect(plain.every((b) => b === 0)).toBe(true);
-    expect(vault.decrypt(envelope, BINDING).equals(SECRET)).toBe(true);
+    expect((await vault.decrypt(envelope, BINDING)).equals(SECRET)).toBe(true);
   });
 
-  it('does not keep a reference to the caller’s KEK buffer', () => {
+  it('does not keep a reference to the caller’s KEK buffer', async () => {
     const kek = randomBytes(32);
     const own = createLocalVault(kek);
-    const sealed = own.encrypt(SECRET, BINDING);
+    const sealed = await own.encrypt(SECRET, BINDING);
     const copy = Buffer.from(kek);
     kek.fill(0);
-    expect(own.decrypt(sealed, BINDING).equals(SECRET)).toBe(true);
-    expect(createLocalVault(copy).decrypt(sealed, BINDING).equals(SECRET)).toBe(true);
+    expect((await own.decrypt(sealed, BINDING)).equals(SECRET)).toBe(true);
+    expect((await createLocalVault(copy).decrypt(sealed, BINDING)).equals(SECRET)).toBe(true);
   });
 
   describe('tampering', () => {
@@ -122,18 +125,18 @@ describe('local vault', () => {
       { name: 'data tag', offsets: [dataEnd, dataEnd + 8, envelope.length - 1], code: 'tampered' },
     ];
 
-    it.each(regions)('a flipped bit in the $name fails with $code', ({ offsets, code }) => {
+    it.each(regions)('a flipped bit in the $name fails with $code', async ({ offsets, code }) => {
       for (const offset of offsets) {
         for (const bit of [0, 7]) {
-          expectVaultError(() => vault.decrypt(flipBit(envelope, offset, bit), BINDING), code);
+          await expectVaultError(async () => vault.decrypt(flipBit(envelope, offset, bit), BINDING), code);
         }
       }
     });
 
-    it('every single flipped bit anywhere fails, never returning data', () => {
+    it('every single flipped bit anywhere fails, never returning data', async () => {
       for (let offset = 0; offset < envelope.length; offset++) {
         for (let bit = 0; bit < 8; bit++) {
-          expect(() => vault.decrypt(flipBit(envelope, offset, bit), BINDING)).toThrow(VaultError);
+          await expect(vault.decrypt(flipBit(envelope, offset, bit), BINDING)).rejects.toThrow(VaultError);
         }
       }
     });
@@ -176,8 +179,8 @@ describe('local vault', () => {
       },
       {
         name: 'the data part of another envelope',
-        mutate: () => {
-          const other = vault.encrypt(SECRET, BINDING);
+        mutate: async () => {
+          const other = await vault.encrypt(SECRET, BINDING);
           return Buffer.concat([envelope.subarray(0, 69), other.subarray(69)]);
         },
         code: 'tampered' as const,
@@ -187,8 +190,8 @@ describe('local vault', () => {
         mutate: () => Buffer.concat([Buffer.from([1]), Buffer.alloc(envelope.length - 1)]),
         code: 'wrong_kek' as const,
       },
-    ])('$name fails with $code', ({ mutate, code }) => {
-      expectVaultError(() => vault.decrypt(mutate(), BINDING), code);
+    ])('$name fails with $code', async ({ mutate, code }) => {
+      await expectVaultError(async () => vault.decrypt(await mutate(), BINDING), code);
     });
   });
 
@@ -204,29 +207,36 @@ describe('local vault', () => {
           accountId: BINDING.accountId.slice(4),
         },
       },
-    ])('an envelope moved to $name fails as tampered', ({ binding }) => {
-      const err = expectVaultError(() => vault.decrypt(envelope, binding), 'tampered');
+    ])('an envelope moved to $name fails as tampered', async ({ binding }) => {
+      const err = await expectVaultError(async () => vault.decrypt(envelope, binding), 'tampered');
       expect(err.message).toMatch(/another key or account/);
     });
 
-    it('refuses empty ids', () => {
-      expect(() => vault.encrypt(SECRET, { keyId: '', accountId: BINDING.accountId })).toThrow(TypeError);
-      expect(() => vault.decrypt(envelope, { keyId: BINDING.keyId, accountId: '' })).toThrow(TypeError);
+    it('refuses empty ids', async () => {
+      await expect(vault.encrypt(SECRET, { keyId: '', accountId: BINDING.accountId })).rejects.toThrow(
+        TypeError,
+      );
+      await expect(vault.decrypt(envelope, { keyId: BINDING.keyId, accountId: '' })).rejects.toThrow(
+        TypeError,
+      );
     });
   });
 
   describe('KEK', () => {
-    it('reports a wrong KEK as such, naming both fingerprints', () => {
+    it('reports a wrong KEK as such, naming both fingerprints', async () => {
       const other = createLocalVault(randomBytes(32));
       expect(other.kekId).not.toBe(vault.kekId);
-      const err = expectVaultError(() => other.decrypt(envelope, BINDING), 'wrong_kek');
+      const err = await expectVaultError(async () => other.decrypt(envelope, BINDING), 'wrong_kek');
       expect(err.message).toContain(vault.kekId);
       expect(err.message).toContain(other.kekId);
     });
 
-    it('reports a wrong KEK even when the binding is also wrong', () => {
+    it('reports a wrong KEK even when the binding is also wrong', async () => {
       const other = createLocalVault(randomBytes(32));
-      expectVaultError(() => other.decrypt(envelope, { ...BINDING, keyId: 'key_x' }), 'wrong_kek');
+      await expectVaultError(
+        async () => other.decrypt(envelope, { ...BINDING, keyId: 'key_x' }),
+        'wrong_kek',
+      );
     });
 
     it('refuses a KEK that is not 32 bytes', () => {
@@ -275,11 +285,11 @@ describe('envelope format, version 1', () => {
   it.each([
     ['ASCII ids', BINDING],
     ['non-ASCII ids (lengths are bytes, not characters)', { keyId: 'key_é€😀', accountId: 'acct_ß' }],
-  ])('opens an envelope made by hand from the documented layout, with %s', (_name, binding) => {
+  ])('opens an envelope made by hand from the documented layout, with %s', async (_name, binding) => {
     // Keys stored by earlier builds must stay readable: this pins the format, not just the round trip.
     const envelope = handMadeEnvelope(KEK, SECRET, binding);
-    expect(createLocalVault(KEK).decrypt(envelope, binding).equals(SECRET)).toBe(true);
-    expectVaultError(
+    expect((await createLocalVault(KEK).decrypt(envelope, binding)).equals(SECRET)).toBe(true);
+    await expectVaultError(
       () => createLocalVault(KEK).decrypt(envelope, { ...binding, keyId: `${binding.keyId}x` }),
       'tampered',
     );
@@ -287,16 +297,20 @@ describe('envelope format, version 1', () => {
 });
 
 describe('vault.mac', () => {
-  it('is a keyed digest: stable per KEK and purpose, different across KEKs and purposes, not a plain hash', () => {
+  it('is a keyed digest: stable per KEK and purpose, different across KEKs and purposes, not a plain hash', async () => {
     const kek = randomBytes(32);
     const a = createLocalVault(kek);
     const b = createLocalVault(Buffer.from(kek));
     const other = createLocalVault(randomBytes(32));
     const data = 'POST /v1/keys\n{"real_key":"sk-guess"}';
-    expect(a.mac('idempotency-fingerprint', data)).toMatch(/^[0-9a-f]{64}$/);
-    expect(a.mac('idempotency-fingerprint', data)).toBe(b.mac('idempotency-fingerprint', data));
-    expect(a.mac('idempotency-fingerprint', data)).not.toBe(other.mac('idempotency-fingerprint', data));
-    expect(a.mac('idempotency-fingerprint', data)).not.toBe(a.mac('another-purpose', data));
-    expect(a.mac('idempotency-fingerprint', data)).not.toBe(createHash('sha256').update(data).digest('hex'));
+    expect(await a.mac('idempotency-fingerprint', data)).toMatch(/^[0-9a-f]{64}$/);
+    expect(await a.mac('idempotency-fingerprint', data)).toBe(await b.mac('idempotency-fingerprint', data));
+    expect(await a.mac('idempotency-fingerprint', data)).not.toBe(
+      await other.mac('idempotency-fingerprint', data),
+    );
+    expect(await a.mac('idempotency-fingerprint', data)).not.toBe(await a.mac('another-purpose', data));
+    expect(await a.mac('idempotency-fingerprint', data)).not.toBe(
+      createHash('sha256').update(data).digest('hex'),
+    );
   });
 });

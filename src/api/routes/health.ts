@@ -3,7 +3,10 @@ import type { ApiDeps, ApiServer } from '../context.js';
 
 const Health = Type.Object({ status: Type.String() });
 
-/** Liveness says the process answers; readiness says it can serve (the store answers). */
+/**
+ * Liveness says the process answers; readiness says it can serve: the store answers, and the KEK
+ * (an HSM round trip with `kek: pkcs11`) does. The status names what is missing.
+ */
 export function healthRoutes(app: ApiServer, deps: ApiDeps): void {
   app.get('/healthz', { schema: { hide: true, response: { 200: Health } } }, () =>
     Promise.resolve({ status: 'ok' }),
@@ -14,10 +17,11 @@ export function healthRoutes(app: ApiServer, deps: ApiDeps): void {
     async (_request, reply) => {
       try {
         await deps.store.ping();
-        return { status: 'ready' };
       } catch {
         return reply.code(503).send({ status: 'store_unavailable' });
       }
+      if (!(await deps.vault.healthy())) return reply.code(503).send({ status: 'kek_unavailable' });
+      return { status: 'ready' };
     },
   );
 }

@@ -32,7 +32,7 @@ export function keyRoutes(app: ApiServer, deps: ApiDeps): void {
         name,
         provider: provider.id,
         hint: realKeyHint(realKey),
-        ciphertext: sealRealKey(deps, realKey, keyId, request.account.id),
+        ciphertext: await sealRealKey(deps, realKey, keyId, request.account.id),
         createdAt: deps.now().toISOString(),
       });
       return reply.code(201).send(keyView(key));
@@ -93,7 +93,7 @@ export function keyRoutes(app: ApiServer, deps: ApiDeps): void {
       const { id } = request.params;
       if (!isId('key', id)) throw keyNotFound();
       const key = await deps.store.keys.rotate(request.account.id, id, {
-        ciphertext: sealRealKey(deps, request.body.real_key, id, request.account.id),
+        ciphertext: await sealRealKey(deps, request.body.real_key, id, request.account.id),
         hint: realKeyHint(request.body.real_key),
         rotatedAt: deps.now().toISOString(),
       });

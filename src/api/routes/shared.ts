@@ -18,10 +18,15 @@ export function requireProvider(deps: ApiDeps, id: string): Provider {
  * Encrypts a real key for storage. The plaintext copy made here is zeroed at once; the JSON string
  * it came from cannot be wiped (JavaScript strings are immutable) and is left to the GC.
  */
-export function sealRealKey(deps: ApiDeps, realKey: string, keyId: string, accountId: string): Buffer {
+export async function sealRealKey(
+  deps: ApiDeps,
+  realKey: string,
+  keyId: string,
+  accountId: string,
+): Promise<Buffer> {
   const plaintext = Buffer.from(realKey, 'utf8');
   try {
-    return deps.vault.encrypt(plaintext, { keyId, accountId });
+    return await deps.vault.encrypt(plaintext, { keyId, accountId });
   } finally {
     plaintext.fill(0);
   }

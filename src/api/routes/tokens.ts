@@ -57,7 +57,7 @@ export function tokenRoutes(app: ApiServer, deps: ApiDeps): void {
             name: body.name,
             provider: provider.id,
             hint: realKeyHint(body.real_key),
-            ciphertext: sealRealKey(deps, body.real_key, keyId, account.id),
+            ciphertext: await sealRealKey(deps, body.real_key, keyId, account.id),
             createdAt: now.toISOString(),
           },
         };

@@ -58,7 +58,7 @@ export function webhookRoutes(app: ApiServer, deps: ApiDeps): void {
           accountId,
           url: checked.url.href,
           events,
-          secret: deps.vault.encrypt(key, { keyId: id, accountId }),
+          secret: await deps.vault.encrypt(key, { keyId: id, accountId }),
           createdAt: deps.now().toISOString(),
         });
         return await reply.code(201).send({ ...webhookView(webhook), secret: formatWebhookSecret(key) });

@@ -1,3 +1,4 @@
+import { envelopeKekId } from '../../vault/vault.js';
 import type { IdempotencyBegin, IdempotencyRepo, IdempotencyStart } from '../store.js';
 import type { RepoContext } from './context.js';
 
@@ -48,7 +49,7 @@ export class KyselyIdempotencyRepo implements IdempotencyRepo {
   async complete(accountId: string, key: string, status: number, body: Buffer): Promise<void> {
     await this.ctx.db
       .updateTable('idempotency_keys')
-      .set({ response_status: status, response_body: body })
+      .set({ response_status: status, response_body: body, kek_id: envelopeKekId(body) })
       .where('account_id', '=', accountId)
       .where('idempotency_key', '=', key)
       .execute();

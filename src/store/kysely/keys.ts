@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { envelopeKekId } from '../../vault/vault.js';
 import { StoreConflictError } from '../errors.js';
 import type { Page, PageQuery, ProviderKeyRecord, TokenRecord } from '../records.js';
 import type { Database } from '../schema.js';
@@ -67,6 +68,7 @@ export async function insertKey(db: Kysely<Database>, key: NewProviderKey): Prom
       provider: key.provider,
       hint: key.hint,
       ciphertext: key.ciphertext,
+      kek_id: envelopeKekId(key.ciphertext),
       created_at: key.createdAt,
       rotated_at: null,
       deleted_at: null,
@@ -118,7 +120,12 @@ export class KyselyKeyRepo implements KeyRepo {
       if (key.deleted) throw new StoreConflictError('key_deleted');
       await trx
         .updateTable('provider_keys')
-        .set({ ciphertext: rotation.ciphertext, hint: rotation.hint, rotated_at: rotation.rotatedAt })
+        .set({
+          ciphertext: rotation.ciphertext,
+          kek_id: envelopeKekId(rotation.ciphertext),
+          hint: rotation.hint,
+          rotated_at: rotation.rotatedAt,
+        })
         .where('account_id', '=', accountId)
         .where('id', '=', keyId)
         .execute();
@@ -139,7 +146,7 @@ export class KyselyKeyRepo implements KeyRepo {
       if (!key.deleted) {
         await trx
           .updateTable('provider_keys')
-          .set({ ciphertext: null, deleted_at: at })
+          .set({ ciphertext: null, kek_id: null, deleted_at: at })
           .where('account_id', '=', accountId)
           .where('id', '=', keyId)
           .execute();

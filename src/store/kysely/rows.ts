@@ -177,7 +177,7 @@ export async function newestFirstPage<DB, TB extends keyof DB, O, T>(
   return toPage(rows, page.limit, map);
 }
 
-export function toWebhook(row: WebhookRow): WebhookRecord {
+export function toWebhook(row: Omit<WebhookRow, 'kek_id'>): WebhookRecord {
   return {
     id: row.id,
     accountId: row.account_id,

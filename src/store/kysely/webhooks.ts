@@ -1,3 +1,4 @@
+import { envelopeKekId } from '../../vault/vault.js';
 import type { Page, PageQuery, WebhookRecord } from '../records.js';
 import type { NewWebhook, WebhookRepo } from '../store.js';
 import type { RepoContext } from './context.js';
@@ -15,6 +16,7 @@ export class KyselyWebhookRepo implements WebhookRepo {
         url: webhook.url,
         events: JSON.stringify(webhook.events),
         secret: webhook.secret,
+        kek_id: envelopeKekId(webhook.secret),
         created_at: webhook.createdAt,
         disabled_at: null,
         disabled_reason: null,

@@ -6,6 +6,7 @@ import * as m0003 from './0003_events.js';
 import * as m0004 from './0004_idempotency.js';
 import * as m0005 from './0005_token_expiry_index.js';
 import * as m0006 from './0006_request_log_error_code.js';
+import * as m0007 from './0007_kek_versions.js';
 
 /** A migration module: plain Kysely DDL, branching on the dialect only for column types. */
 interface MigrationModule {
@@ -25,6 +26,7 @@ const MIGRATIONS: Readonly<Record<string, MigrationModule>> = {
   '0004_idempotency': m0004,
   '0005_token_expiry_index': m0005,
   '0006_request_log_error_code': m0006,
+  '0007_kek_versions': m0007,
 };
 
 export function migrationProvider(dialect: DialectName): MigrationProvider {

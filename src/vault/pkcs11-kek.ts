@@ -1,0 +1,157 @@
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { Worker } from 'node:worker_threads';
+import { KekError } from './kek-error.js';
+import type { FromHsm, HsmOp, HsmReady, Pkcs11Setting, Pkcs11ThreadData, ToHsm } from './pkcs11-protocol.js';
+import { KEK_FINGERPRINT_LENGTH, VaultError, type KeyEncryptionKey } from './vault.js';
+
+/**
+ * The `pkcs11` KEK provider (DESIGN §8): an AES-256 key inside an HSM, reached through a PKCS#11
+ * library in a thread of its own (pkcs11-thread.ts). Data keys are wrapped with AES-GCM inside the
+ * HSM; the KEK never leaves it. An HSM that fails answers VaultError('kek_unavailable'), and the
+ * thread reopens the library by itself once the HSM is back.
+ */
+
+export interface Pkcs11Options {
+  readonly module: string;
+  readonly tokenLabel: string;
+  readonly pin: string;
+  readonly keyLabel: string;
+  /** Create the KEK when no key has the label (serve, `kek migrate`); false for checks. */
+  readonly create: boolean;
+  /** A request the HSM has not answered after this long fails as kek_unavailable. */
+  readonly timeoutMs?: number;
+}
+
+export interface Pkcs11Kek extends KeyEncryptionKey {
+  /** True when the KEK object was created by this start. */
+  readonly created: boolean;
+  /** Resolves true when the HSM answers a round trip now (for /readyz). */
+  healthy(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+const DEFAULT_TIMEOUT_MS = 10_000;
+
+/** The KEK id of an HSM key: derived from its random CKA_ID, so another token's same-labelled key differs. */
+export function pkcs11Fingerprint(keyObjectId: Uint8Array): Buffer {
+  return createHash('sha256')
+    .update('tokenproxy/pkcs11-kek/')
+    .update(keyObjectId)
+    .digest()
+    .subarray(0, KEK_FINGERPRINT_LENGTH);
+}
+
+export async function openPkcs11Kek(options: Pkcs11Options): Promise<Pkcs11Kek> {
+  const data: Pkcs11ThreadData = {
+    module: options.module,
+    tokenLabel: options.tokenLabel,
+    pin: options.pin,
+    keyLabel: options.keyLabel,
+    create: options.create,
+  };
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const worker = new Worker(threadFile(), { workerData: data });
+  const pending = new Map<number, { resolve: (m: FromHsm) => void; timer: NodeJS.Timeout }>();
+  let nextId = 1;
+  let exited = false;
+
+  const ready = await new Promise<HsmReady>((resolve, reject) => {
+    const onMessage = (message: FromHsm | HsmReady) => {
+      if (message.id !== 0) return;
+      worker.off('message', onMessage);
+      if (message.ok) resolve(message as HsmReady);
+      else if (message.kind === 'setting') reject(settingError(message.setting, message.message));
+      else reject(new KekError('pkcs11_module', `${message.message}. Check that the HSM is reachable.`));
+    };
+    worker.on('message', onMessage);
+    worker.once('error', (err) =>
+      reject(new KekError('pkcs11_module', `the PKCS#11 thread failed at start: ${err.message}`)),
+    );
+  }).catch(async (err: unknown) => {
+    await worker.terminate();
+    throw err;
+  });
+
+  worker.on('message', (message: FromHsm) => {
+    const waiting = pending.get(message.id);
+    if (waiting === undefined) return;
+    pending.delete(message.id);
+    clearTimeout(waiting.timer);
+    waiting.resolve(message);
+  });
+  worker.on('error', () => undefined);
+  worker.once('exit', () => {
+    exited = true;
+    for (const [id, waiting] of pending) {
+      clearTimeout(waiting.timer);
+      waiting.resolve({ id, ok: false, kind: 'unavailable', message: 'the PKCS#11 thread stopped' });
+    }
+    pending.clear();
+  });
+  // The thread must not keep a finished process alive; requests in flight hold it by their timers.
+  worker.unref();
+
+  const call = async (op: HsmOp, input?: Buffer, aad?: Buffer): Promise<Buffer | null> => {
+    if (exited) throw new VaultError('kek_unavailable', 'the PKCS#11 thread stopped');
+    const id = nextId++;
+    const message: FromHsm = await new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        pending.delete(id);
+        resolve({
+          id,
+          ok: false,
+          kind: 'unavailable',
+          message: `the HSM did not answer within ${timeoutMs} ms`,
+        });
+      }, timeoutMs);
+      pending.set(id, { resolve, timer });
+      worker.postMessage({ id, op, data: input, aad } satisfies ToHsm);
+    });
+    if (message.ok) return message.value === null ? null : Buffer.from(message.value);
+    throw new VaultError('kek_unavailable', message.message);
+  };
+
+  return {
+    fingerprint: pkcs11Fingerprint(ready.keyObjectId),
+    created: ready.created,
+    async wrap(dek, aad) {
+      const out = await call('wrap', dek, aad);
+      if (out === null) throw new VaultError('kek_unavailable', 'the HSM returned nothing for a wrap');
+      return out;
+    },
+    async unwrap(wrapped, aad) {
+      return (await call('unwrap', wrapped, aad)) ?? undefined;
+    },
+    async deriveKey(purpose) {
+      const out = await call('derive', Buffer.from(`tokenproxy:${purpose}`, 'utf8'));
+      if (out === null) throw new VaultError('kek_unavailable', 'the HSM returned nothing for a derivation');
+      return out;
+    },
+    async healthy() {
+      try {
+        await call('health');
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    async close() {
+      await worker.terminate();
+    },
+  };
+}
+
+function settingError(setting: Pkcs11Setting, message: string): KekError {
+  const env = `TOKENPROXY_${setting.toUpperCase()}`;
+  return new KekError(setting, `Setting "${setting}" (${env}): ${message}.`);
+}
+
+/** The compiled thread beside this module, or (running from TypeScript sources in tests) in dist/. */
+function threadFile(): URL {
+  const beside = new URL('./pkcs11-thread.js', import.meta.url);
+  if (existsSync(beside)) return beside;
+  const built = new URL('../../dist/vault/pkcs11-thread.js', import.meta.url);
+  if (existsSync(built)) return built;
+  throw new Error('the PKCS#11 KEK: dist/vault/pkcs11-thread.js is missing; run `npm run build`');
+}

@@ -1,0 +1,104 @@
+import { spawn } from 'node:child_process';
+import { afterEach, describe, expect, it } from 'vitest';
+import { BIN, runCli } from '../support/cli.js';
+import { createSoftHsm, type SoftHsm } from './softhsm.js';
+import { createToken, createWorld, startSession, TEST_DATABASE_URL, type KekWorld } from './support.js';
+
+/** Issue 16 item 3, `kek migrate --to pkcs11`: a local store moved into SoftHSM2, killed midway and resumed. */
+const PIN = '135790';
+const MASTER = Buffer.alloc(32, 0x5c).toString('base64');
+const ENVELOPES = 16;
+
+const dialects = [
+  { name: 'sqlite' as const, available: true },
+  { name: 'postgres' as const, available: TEST_DATABASE_URL !== '' },
+];
+
+/** Runs the migration and SIGKILLs it as soon as it reports its first batch. */
+function killedMidway(args: string[], env: Record<string, string>): Promise<string> {
+  return new Promise((resolve) => {
+    const child = spawn(
+      process.execPath,
+      [BIN, 'kek', 'migrate', '--to', 'pkcs11', '--batch-size', '1', ...args],
+      {
+        env: { PATH: process.env.PATH ?? '', ...env },
+      },
+    );
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('moved 1 envelopes')) child.kill('SIGKILL');
+    });
+    child.on('close', () => resolve(out));
+  });
+}
+
+for (const dialect of dialects) {
+  describe.skipIf(!dialect.available)(
+    `kek migrate --to pkcs11 (${dialect.name})`,
+    { timeout: 180_000 },
+    () => {
+      let world: KekWorld | undefined;
+      let hsm: SoftHsm | undefined;
+      afterEach(async () => {
+        await world?.cleanup();
+        await hsm?.cleanup();
+        world = undefined;
+        hsm = undefined;
+      });
+
+      it('moves every key into the HSM, resumes after kill -9, and the local KEK is refused afterwards', async () => {
+        hsm = await createSoftHsm();
+        await hsm.initToken('tp-migrate', PIN);
+        world = await createWorld(dialect.name);
+        const local = await startSession(world, { TOKENPROXY_MASTER_KEY: MASTER });
+        const tokens: string[] = [];
+        // The free plan allows 3 tokens; more envelopes come from keys stored without a token.
+        for (let i = 0; i < 3; i++) tokens.push((await createToken(local, `sk-migrate-${i}-real`)).token);
+        for (let i = 3; i < ENVELOPES; i++) {
+          const key = await local.api('POST', '/v1/keys', {
+            name: `k${i}`,
+            provider: 'openai',
+            real_key: `sk-key-${i}`,
+          });
+          expect(key.status).toBe(201);
+        }
+        expect(await local.stop()).toBe(0);
+
+        const env = { ...hsm.env('tp-migrate', PIN), TOKENPROXY_MASTER_KEY: MASTER };
+        const first = await killedMidway(world.args, env);
+        expect(first).toContain('moved 1 envelopes');
+        expect(first).not.toContain('Done');
+
+        const rerun = await runCli(['kek', 'migrate', '--to', 'pkcs11', ...world.args], env);
+        expect(rerun.stderr).toBe('');
+        expect(rerun.code).toBe(0);
+        const moved = Number(/Done: (\d+) envelopes moved/.exec(rerun.stdout)?.[1]);
+        // The killed run had moved some: the rerun finished the rest, no more.
+        expect(moved).toBeGreaterThan(0);
+        expect(moved).toBeLessThan(ENVELOPES);
+        expect(rerun.stdout).not.toContain(PIN);
+
+        // A third run has nothing left to do.
+        const again = await runCli(['kek', 'migrate', '--to', 'pkcs11', ...world.args], env);
+        expect(again.stdout).toContain('Done: 0 envelopes moved');
+
+        const refused = await runCli(['serve', ...world.args, '--api-port', '0', '--proxy-port', '0'], {
+          TOKENPROXY_MASTER_KEY: MASTER,
+        });
+        expect(refused.code).toBe(2);
+        expect(refused.stderr).toContain('retired');
+
+        const session = await startSession(world, hsm.env('tp-migrate', PIN), local.apiKey);
+        try {
+          for (const [i, token] of tokens.entries()) {
+            expect((await session.proxy(token)).status).toBe(200);
+            expect(world.mock.received.at(-1)?.headers.authorization).toBe(`Bearer sk-migrate-${i}-real`);
+          }
+        } finally {
+          await session.stop();
+        }
+      });
+    },
+  );
+}

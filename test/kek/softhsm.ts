@@ -1,0 +1,71 @@
+import { execFile } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+export const SOFTHSM_MODULE = '/usr/lib/softhsm/libsofthsm2.so';
+export const SO_PIN = '87654321';
+
+/** A SoftHSM2 of its own for one test: a token directory and config, found through SOFTHSM2_CONF. */
+export interface SoftHsm {
+  readonly conf: string;
+  readonly tokenDir: string;
+  /** Initialises a token in the next free slot. */
+  initToken(label: string, pin: string): Promise<void>;
+  /** The environment that makes `tokenproxy` use this HSM's token `label` with `pin`. */
+  env(label: string, pin: string): Record<string, string>;
+  /** Takes every token away (the HSM "fails"), and puts them back. */
+  unplug(): Promise<void>;
+  replug(): Promise<void>;
+  cleanup(): Promise<void>;
+}
+
+export async function createSoftHsm(): Promise<SoftHsm> {
+  const root = await mkdtemp(path.join(os.tmpdir(), 'tokenproxy-softhsm-'));
+  const tokenDir = path.join(root, 'tokens');
+  const away = path.join(root, 'away');
+  await mkdir(tokenDir);
+  const conf = path.join(root, 'softhsm2.conf');
+  await writeFile(
+    conf,
+    `directories.tokendir = ${tokenDir}\nobjectstore.backend = file\nlog.level = ERROR\n`,
+  );
+  return {
+    conf,
+    tokenDir,
+    async initToken(label, pin) {
+      await run(
+        'softhsm2-util',
+        ['--init-token', '--free', '--label', label, '--pin', pin, '--so-pin', SO_PIN],
+        {
+          env: { ...process.env, SOFTHSM2_CONF: conf },
+        },
+      );
+    },
+    env(label, pin) {
+      return {
+        SOFTHSM2_CONF: conf,
+        TOKENPROXY_KEK: 'pkcs11',
+        TOKENPROXY_PKCS11_MODULE: SOFTHSM_MODULE,
+        TOKENPROXY_PKCS11_TOKEN_LABEL: label,
+        TOKENPROXY_PKCS11_PIN: pin,
+      };
+    },
+    async unplug() {
+      await rename(tokenDir, away);
+    },
+    async replug() {
+      await rename(away, tokenDir);
+    },
+    async cleanup() {
+      await rm(root, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function tokenDirs(hsm: SoftHsm): Promise<string[]> {
+  return readdir(hsm.tokenDir);
+}
