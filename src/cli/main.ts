@@ -51,7 +51,7 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo): Prom
       .requiredOption('--name <name>', 'account name')
       .addOption(new Option('--plan <plan>', 'plan').choices(PLAN_NAMES).default('free'))
       .option('--json', 'print {"account_id", "api_key"} as JSON'),
-    STORE_SETTINGS,
+    [...STORE_SETTINGS, ...KEK_SETTINGS],
   ).action((opts: Record<string, unknown>) => {
     result = createAccountCommand(opts, io);
   });
@@ -86,6 +86,14 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo): Prom
 
 /** The settings of commands that only open the store: `--help` lists what the command reads. */
 const STORE_SETTINGS: readonly string[] = ['data_dir', 'database'];
+/** Commands that write to the store prove the KEK first, so they read its settings too. */
+const KEK_SETTINGS: readonly string[] = [
+  'kek',
+  'pkcs11_module',
+  'pkcs11_token_label',
+  'pkcs11_pin',
+  'pkcs11_key_label',
+];
 
 /**
  * Adds one flag per setting the command reads (all of them unless `only` is given) plus `--config`.

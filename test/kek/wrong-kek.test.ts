@@ -53,7 +53,12 @@ for (const dialect of dialects) {
         expect(serve.stderr).not.toContain(KEY_B);
         expect(await storeSnapshot(world)).toBe(before);
 
-        const account = await runCli(['accounts', 'create', '--name', 'x', ...world.args], {
+        const storeArgs = [
+          '--data-dir',
+          world.dataDir,
+          ...(world.database ? ['--database', world.database] : []),
+        ];
+        const account = await runCli(['accounts', 'create', '--name', 'x', ...storeArgs], {
           TOKENPROXY_MASTER_KEY: KEY_B,
         });
         expect(account.code).toBe(2);

@@ -12,7 +12,7 @@ const pkg = JSON.parse(await readFile(new URL('../../package.json', import.meta.
 
 /** The `--flag` names a help text lists, in order. */
 function flags(help: string): string[] {
-  return [...help.matchAll(/^\s+(?:-\w, )?(--[a-z-]+)/gm)].map((m) => m[1] ?? '');
+  return [...help.matchAll(/^\s+(?:-\w, )?(--[a-z0-9-]+)/gm)].map((m) => m[1] ?? '');
 }
 
 /** Help text with commander's line wrapping undone, so a description can be matched whole. */
@@ -31,7 +31,11 @@ describe('tokenproxy --help, --version', () => {
     const res = await runCli(['accounts', 'create', '--help']);
     expect(res.code).toBe(0);
     expect(flags(res.stdout).sort()).toEqual(
-      ['--name', '--plan', '--json', '--config', '--data-dir', '--database', '--help'].sort(),
+      [
+        ...['--name', '--plan', '--json', '--config', '--data-dir', '--database', '--help'],
+        // It writes to the store, so it proves the KEK first, like serve.
+        ...['--kek', '--pkcs11-module', '--pkcs11-token-label', '--pkcs11-pin', '--pkcs11-key-label'],
+      ].sort(),
     );
     const text = unwrapped(res.stdout);
     expect(text).toMatch(/--plan <plan>\s+plan \(choices: "free", "unlimited", default: "free"\)/);
