@@ -8,6 +8,7 @@ import { isApiKey, newRequestId, secretDigest } from '../ids/formats.js';
 import type { ApiDeps, ApiServer } from './context.js';
 import { sendError, toTokenProxyError } from './error-handler.js';
 import { registerIdempotency } from './idempotency.js';
+import { dashboardRoutes } from './dashboard-assets.js';
 import { accountRoutes } from './routes/account.js';
 import { anomalyRoutes } from './routes/anomalies.js';
 import { eventRoutes } from './routes/events.js';
@@ -16,6 +17,11 @@ import { keyRoutes } from './routes/keys.js';
 import { logRoutes } from './routes/logs.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { providerRoutes } from './routes/providers.js';
+import { SESSION_ROUTE, sessionRoutes } from './routes/session.js';
+import { tokenChangeRoutes } from './routes/token-changes.js';
+import { usageRoutes } from './routes/usage.js';
+import { authenticateRequest } from './session/request-auth.js';
+import { DashboardSessions } from './session/sessions.js';
 import { tokenRoutes } from './routes/tokens.js';
 import { webhookRoutes } from './routes/webhooks.js';
 
@@ -118,6 +124,8 @@ export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promis
   });
 
   healthRoutes(app, deps);
+  dashboardRoutes(app);
+  const sessions = new DashboardSessions(deps.store);
   if (options.metricsRegistry !== undefined) metricsRoutes(app, options.metricsRegistry);
 
   await app.register(
@@ -125,12 +133,22 @@ export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promis
       const api = v1 as unknown as ApiServer;
       api.decorateRequest('account', null as unknown as never);
       api.addHook('onRequest', async (request) => {
-        if (request.routeOptions.url === '/v1/openapi.json') return;
-        request.account = await authenticate(deps, request.headers.authorization);
+        const route = request.routeOptions.url;
+        if (route === '/v1/openapi.json' || route === SESSION_ROUTE) return;
+        request.account = await authenticateRequest(request, {
+          sessions,
+          publicApiUrl: deps.publicApiUrl,
+          now: deps.now,
+          bearer: (header) => authenticate(deps, header),
+        });
       });
       registerIdempotency(api, deps);
       api.get('/openapi.json', { schema: { hide: true } }, () => Promise.resolve(app.swagger()));
+      sessionRoutes(api, { sessions, publicApiUrl: deps.publicApiUrl, now: deps.now });
+      // Before tokenRoutes: POST /tokens/revoke_all must not be taken for a token id.
+      tokenChangeRoutes(api, deps);
       tokenRoutes(api, deps);
+      usageRoutes(api, deps);
       keyRoutes(api, deps);
       accountRoutes(api, deps);
       providerRoutes(api, deps);

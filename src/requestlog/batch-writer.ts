@@ -1,12 +1,16 @@
+import type { UsageRollupRepo } from '../store/dashboard-records.js';
 import type { RequestLogRepo, TokenRepo, TokenUsage } from '../store/store.js';
 import { createBatcher, createStoreBatcher, type Batcher, type BatchingOptions } from './batcher.js';
 import { requestLogJson, toRequestLogEntry } from './json.js';
 import type { RequestLogRecord, RequestLogSink } from './record.js';
+import { rollupsOf } from './rollups.js';
 
 export interface RequestLogWriterOptions extends BatchingOptions {
   readonly store: {
     readonly requestLogs: Pick<RequestLogRepo, 'insertMany'>;
     readonly tokens: Pick<TokenRepo, 'recordUsage'>;
+    /** The dashboard's per-hour counts (GET /v1/usage); kept when given. */
+    readonly usageRollups?: Pick<UsageRollupRepo, 'add'> | undefined;
   };
   /**
    * `--log-requests`: each record also goes out as one JSON line (spec §2.5 names plus
@@ -31,6 +35,9 @@ export function createRequestLogWriter(options: RequestLogWriterOptions): Reques
     'request_log',
     async (batch) => {
       await store.requestLogs.insertMany(batch.map(toRequestLogEntry));
+      // Before usage: should the usage update fail, its retry re-adds these display-only counts,
+      // where the other order would count plan usage twice.
+      await store.usageRollups?.add(rollupsOf(batch));
       // After the records: a retry re-inserts nothing (ids are skipped) but still owes the counts.
       const usage = usageOf(batch);
       if (usage.length > 0) await store.tokens.recordUsage(usage);

@@ -7,7 +7,9 @@ import { KyselyEventRepo } from './kysely/events.js';
 import { KyselyIdempotencyRepo } from './kysely/idempotency.js';
 import { KyselyKeyRepo } from './kysely/keys.js';
 import { KyselyAnomalyRepo, KyselyRequestLogRepo } from './kysely/logs.js';
+import { KyselySessionRepo } from './kysely/sessions.js';
 import { KyselyTokenRepo } from './kysely/tokens.js';
+import { KyselyUsageRollupRepo } from './kysely/usage-rollups.js';
 import { KyselyWebhookRepo } from './kysely/webhooks.js';
 import { migrateToLatest } from './migrate.js';
 import type { Database } from './schema.js';
@@ -25,6 +27,8 @@ export class KyselyStore implements Store {
   readonly webhooks: KyselyWebhookRepo;
   readonly events: KyselyEventRepo;
   readonly deliveries: KyselyDeliveryRepo;
+  readonly sessions: KyselySessionRepo;
+  readonly usageRollups: KyselyUsageRollupRepo;
   private closing: Promise<void> | undefined;
 
   constructor(
@@ -42,6 +46,8 @@ export class KyselyStore implements Store {
     this.events = new KyselyEventRepo(ctx);
     this.deliveries = new KyselyDeliveryRepo(ctx);
     this.idempotency = new KyselyIdempotencyRepo(ctx);
+    this.sessions = new KyselySessionRepo(ctx);
+    this.usageRollups = new KyselyUsageRollupRepo(ctx);
   }
 
   async ping(): Promise<void> {

@@ -150,6 +150,24 @@ export interface DeliveriesTable {
   completed_at: string | null;
 }
 
+export interface DashboardSessionsTable {
+  digest: string;
+  account_id: string;
+  created_at: string;
+  last_seen_at: string;
+  idle_expires_at: string;
+  expires_at: string;
+}
+
+export interface UsageRollupsTable {
+  account_id: string;
+  /** Start of the hour, ISO 8601 UTC with milliseconds. */
+  hour: string;
+  /** `forwarded` or a refusal reason (src/requestlog/rollups.ts). */
+  outcome: string;
+  requests: number;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -162,6 +180,8 @@ export interface Database {
   webhooks: WebhooksTable;
   events: EventsTable;
   deliveries: DeliveriesTable;
+  dashboard_sessions: DashboardSessionsTable;
+  usage_rollups: UsageRollupsTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;

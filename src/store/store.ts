@@ -13,6 +13,7 @@ import type {
   TokenRecord,
   TokenStatus,
 } from './records.js';
+import type { SessionRepo, UsageRollupRepo } from './dashboard-records.js';
 
 /**
  * The data layer: one interface, implemented once on Kysely for SQLite and PostgreSQL
@@ -30,6 +31,8 @@ export interface Store {
   readonly webhooks: WebhookRepo;
   readonly events: EventRepo;
   readonly deliveries: DeliveryRepo;
+  readonly sessions: SessionRepo;
+  readonly usageRollups: UsageRollupRepo;
   /** Resolves when the database answers a trivial query; rejects with StoreUnavailableError. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -130,6 +133,15 @@ export interface TokenCreation {
   readonly maxActiveTokens: number | null;
 }
 
+/** PATCH /v1/tokens/:id: only the fields present change; null clears rate limit or expiry. */
+export interface TokenPatch {
+  readonly name?: string | undefined;
+  readonly authorizedOrigins?: readonly string[] | undefined;
+  readonly authorizedIps?: readonly string[] | undefined;
+  readonly rateLimit?: RateLimit | null | undefined;
+  readonly expiresAt?: string | null | undefined;
+}
+
 export interface TokenRevocation {
   readonly token: TokenRecord;
   /** False when the token was already revoked (no event should follow). */
@@ -172,6 +184,13 @@ export interface TokenRepo {
    * expiring at the same moment are skipped, so every token is expired (and announced) once.
    */
   expireDue(now: string, limit: number, emit: TokenEventBuilder): Promise<readonly TokenRecord[]>;
+  /** Changes the given fields of the account's token; undefined when there is no such token. */
+  update(accountId: string, tokenId: string, patch: TokenPatch): Promise<TokenRecord | undefined>;
+  /**
+   * The kill switch: revokes every active (not revoked, not past expiry at `at`) token of the account
+   * and commits the event `emit` builds for each, in one transaction. Returns the revoked tokens.
+   */
+  revokeAll(accountId: string, at: string, emit?: TokenEventBuilder): Promise<readonly TokenRecord[]>;
   /** Lookup for the proxy by digest of the sanitized token; any status. */
   findByDigest(digest: string): Promise<TokenWithKey | undefined>;
   /**

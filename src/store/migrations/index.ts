@@ -5,6 +5,8 @@ import * as m0002 from './0002_request_log.js';
 import * as m0003 from './0003_events.js';
 import * as m0004 from './0004_idempotency.js';
 import * as m0005 from './0005_token_expiry_index.js';
+import * as m0008 from './0008_dashboard_sessions.js';
+import * as m0009 from './0009_usage_rollups.js';
 
 /** A migration module: plain Kysely DDL, branching on the dialect only for column types. */
 interface MigrationModule {
@@ -23,6 +25,8 @@ const MIGRATIONS: Readonly<Record<string, MigrationModule>> = {
   '0003_events': m0003,
   '0004_idempotency': m0004,
   '0005_token_expiry_index': m0005,
+  '0008_dashboard_sessions': m0008,
+  '0009_usage_rollups': m0009,
 };
 
 export function migrationProvider(dialect: DialectName): MigrationProvider {
