@@ -10,6 +10,7 @@ import { sendError, toTokenProxyError } from './error-handler.js';
 import { registerIdempotency } from './idempotency.js';
 import { dashboardRoutes } from './dashboard-assets.js';
 import { accountRoutes } from './routes/account.js';
+import { deliveryRoutes } from './routes/deliveries.js';
 import { anomalyRoutes } from './routes/anomalies.js';
 import { eventRoutes } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
@@ -145,10 +146,10 @@ export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promis
       registerIdempotency(api, deps);
       api.get('/openapi.json', { schema: { hide: true } }, () => Promise.resolve(app.swagger()));
       sessionRoutes(api, { sessions, publicApiUrl: deps.publicApiUrl, now: deps.now });
-      // Before tokenRoutes: POST /tokens/revoke_all must not be taken for a token id.
       tokenChangeRoutes(api, deps);
       tokenRoutes(api, deps);
       usageRoutes(api, deps);
+      deliveryRoutes(api, deps);
       keyRoutes(api, deps);
       accountRoutes(api, deps);
       providerRoutes(api, deps);

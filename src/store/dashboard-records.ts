@@ -40,3 +40,15 @@ export interface UsageRollupRepo {
   /** The account's rows with `from <= hour < to`, oldest first. */
   range(accountId: string, from: string, to: string): Promise<UsageRollup[]>;
 }
+
+/** One delivery of an event to a webhook endpoint, as the Webhooks view lists it. */
+export interface DeliveryRecord {
+  readonly id: string;
+  readonly eventId: string;
+  readonly eventType: string;
+  readonly status: 'pending' | 'delivered' | 'failed';
+  readonly attempts: number;
+  readonly lastError: string | null;
+  readonly createdAt: string;
+  readonly completedAt: string | null;
+}

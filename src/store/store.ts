@@ -13,7 +13,7 @@ import type {
   TokenRecord,
   TokenStatus,
 } from './records.js';
-import type { SessionRepo, UsageRollupRepo } from './dashboard-records.js';
+import type { DeliveryRecord, SessionRepo, UsageRollupRepo } from './dashboard-records.js';
 
 /**
  * The data layer: one interface, implemented once on Kysely for SQLite and PostgreSQL
@@ -337,4 +337,6 @@ export interface DeliveryRepo {
   complete(delivery: ClaimedDelivery, outcome: DeliveryOutcome, disable?: DisablePolicy): Promise<boolean>;
   /** Pending deliveries (any lease), for shutdown reports and tests. */
   countPending(): Promise<number>;
+  /** The deliveries to one of the account's webhook endpoints, newest first. */
+  listForWebhook(accountId: string, webhookId: string, page: PageQuery): Promise<Page<DeliveryRecord>>;
 }
