@@ -430,6 +430,8 @@ for (const fixture of databases) {
           '0003_events',
           '0004_idempotency',
           '0005_token_expiry_index',
+          '0008_dashboard_sessions',
+          '0009_usage_rollups',
         ]);
         expect(await first.migrateToLatest()).toEqual([]);
         await first.close();
