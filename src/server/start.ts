@@ -145,6 +145,7 @@ export async function startServer(config: Config, options: StartOptions): Promis
         onCredentialsChanged: () => proxyServer.invalidateCredentials(),
         onEventsCommitted: () => events?.nudge(),
         allowPrivateWebhooks: config.allowPrivateWebhooks,
+        publicApiUrl: config.publicApiUrl,
       },
       {
         logger,
