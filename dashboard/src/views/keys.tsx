@@ -100,11 +100,13 @@ export function Keys() {
             await reload();
           }}
         >
-          <label class="field">
-            <span>New real key</span>
-            <input name="real_key" type="password" required autoComplete="off" spellcheck={false} />
+          <div class="field">
+            <label>
+              <span>New real key</span>
+              <input name="real_key" type="password" required autoComplete="off" spellcheck={false} />
+            </label>
             <small>Tokens using this key keep working and use the new key from their next request.</small>
-          </label>
+          </div>
         </FormDialog>
       )}
       {remove !== null && (

@@ -35,16 +35,18 @@ export function Settings(props: { account: Account; onAccount: (account: Account
           <span>Account name</span>
           <input name="name" required maxLength={200} value={a.name} />
         </label>
-        <label class="field">
-          <span>Alert e-mail</span>
-          <input
-            name="alert_email"
-            type="email"
-            value={a.alert_email ?? ''}
-            placeholder="security@example.com"
-          />
+        <div class="field">
+          <label>
+            <span>Alert e-mail</span>
+            <input
+              name="alert_email"
+              type="email"
+              value={a.alert_email ?? ''}
+              placeholder="security@example.com"
+            />
+          </label>
           <small>Breach alerts go here. Leave empty for no e-mail.</small>
-        </label>
+        </div>
         {error !== null && <Alert>{error}</Alert>}
         {notice !== null && <Alert kind="success">{notice}</Alert>}
         <button type="submit" class="button primary">

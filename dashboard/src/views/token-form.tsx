@@ -33,20 +33,24 @@ function LimitFields(props: { token?: Token }) {
   const t = props.token;
   return (
     <>
-      <label class="field">
-        <span>Allowed hosts</span>
-        <textarea name="allowed_hosts" rows={2} required placeholder="app.example.com, *.example.com">
-          {t?.authorized_origins.join('\n') ?? ''}
-        </textarea>
+      <div class="field">
+        <label>
+          <span>Allowed hosts</span>
+          <textarea name="allowed_hosts" rows={2} required placeholder="app.example.com, *.example.com">
+            {t?.authorized_origins.join('\n') ?? ''}
+          </textarea>
+        </label>
         <small>One per line: host names, *.wildcards or full origins. Only these may use the token.</small>
-      </label>
-      <label class="field">
-        <span>Allowed IPs</span>
-        <textarea name="allowed_ips" rows={2} placeholder="Any IP">
-          {t?.authorized_ips.join('\n') ?? ''}
-        </textarea>
+      </div>
+      <div class="field">
+        <label>
+          <span>Allowed IPs</span>
+          <textarea name="allowed_ips" rows={2} placeholder="Any IP">
+            {t?.authorized_ips.join('\n') ?? ''}
+          </textarea>
+        </label>
         <small>Optional. IPs or CIDR ranges, one per line.</small>
-      </label>
+      </div>
       <div class="field-row">
         <label class="field">
           <span>Rate limit (requests)</span>
@@ -63,11 +67,13 @@ function LimitFields(props: { token?: Token }) {
           <input name="rate_window" placeholder="1m" value={t?.rate_limit?.window ?? ''} />
         </label>
       </div>
-      <label class="field">
-        <span>Expires</span>
-        <input name="expires_at" type="datetime-local" value={localInput(t?.expires_at ?? null)} />
+      <div class="field">
+        <label>
+          <span>Expires</span>
+          <input name="expires_at" type="datetime-local" value={localInput(t?.expires_at ?? null)} />
+        </label>
         <small>Optional. Leave empty for a token that does not expire.</small>
-      </label>
+      </div>
     </>
   );
 }
@@ -117,7 +123,7 @@ export function CreateTokenDialog(props: {
           </select>
         </label>
         <label class="field">
-          <span>Key</span>
+          <span>Stored key</span>
           <select name="key_id" value={keyId} onChange={(e) => setKeyId(e.currentTarget.value)}>
             <option value="">A new real key</option>
             {keys.map((k) => (
@@ -129,11 +135,13 @@ export function CreateTokenDialog(props: {
         </label>
       </div>
       {keyId === '' && (
-        <label class="field">
-          <span>Real key</span>
-          <input name="real_key" type="password" required autoComplete="off" spellcheck={false} />
+        <div class="field">
+          <label>
+            <span>Real key</span>
+            <input name="real_key" type="password" required autoComplete="off" spellcheck={false} />
+          </label>
           <small>Encrypted at rest and never shown again.</small>
-        </label>
+        </div>
       )}
       <LimitFields />
     </FormDialog>

@@ -61,11 +61,13 @@ export function Webhooks() {
             <span>URL</span>
             <input name="url" type="url" required placeholder="https://hooks.example.com/tokenproxy" />
           </label>
-          <label class="field">
-            <span>Events</span>
-            <input name="events" placeholder="All events" />
+          <div class="field">
+            <label>
+              <span>Events</span>
+              <input name="events" placeholder="All events" />
+            </label>
             <small>Comma-separated event types, e.g. token.revoked, breach.detected. Empty for all.</small>
-          </label>
+          </div>
         </FormDialog>
       )}
       {remove !== null && (
