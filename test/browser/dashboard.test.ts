@@ -155,7 +155,14 @@ describe.skipIf(!existsSync(CHROMIUM))('the dashboard in Chromium', () => {
       JSON.stringify({ providers: { openai: { base_url: mock.url, auth: 'bearer' } } }),
     );
     const config = loadConfig({
-      flags: { data_dir: dataDir, api_port: '0', proxy_port: '0', provider_ca: caFile, host: '127.0.0.1' },
+      flags: {
+        data_dir: dataDir,
+        api_port: '0',
+        proxy_port: '0',
+        provider_ca: caFile,
+        host: '127.0.0.1',
+        allow_private_webhooks: 'true',
+      },
       env: {},
       configFile,
     });
@@ -164,6 +171,13 @@ describe.skipIf(!existsSync(CHROMIUM))('the dashboard in Chromium', () => {
     apiKey = account.apiKey;
     otherKey = (await createAccount(server.store, 'Other Corp', 'unlimited', new Date())).apiKey;
     dispatcher = new Agent({ connect: { rejectUnauthorized: false } });
+    // An endpoint nothing listens on: its deliveries fail, which the Webhooks view must show.
+    const hook = await api(apiKey, 'POST', '/v1/webhooks', {
+      url: 'https://127.0.0.1:9/tokenproxy',
+      events: ['*'],
+    });
+    expect(hook.status, JSON.stringify(hook.body)).toBe(201);
+    secrets.push(String(hook.body.secret));
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       args: [
@@ -379,6 +393,23 @@ describe.skipIf(!existsSync(CHROMIUM))('the dashboard in Chromium', () => {
     } finally {
       await ctx.close();
     }
+  });
+
+  it('the Webhooks view lists endpoints with their recent deliveries and outcome', async () => {
+    await go(page, 'Webhooks');
+    const deliveries = page.getByRole('table', { name: 'Deliveries to https://127.0.0.1:9/tokenproxy' });
+    await deliveries.getByRole('cell', { name: 'token.revoked' }).first().waitFor();
+    // Nothing listens there: attempts fail and say why.
+    await expect
+      .poll(
+        async () => {
+          await page.reload();
+          await deliveries.getByRole('cell', { name: 'token.revoked' }).first().waitFor();
+          return deliveries.getByRole('row').filter({ hasText: 'token.revoked' }).first().textContent();
+        },
+        { timeout: 15_000 },
+      )
+      .toMatch(/pending|failed/);
   });
 
   it('CSRF: a cookie request with a foreign Origin is refused and changes nothing', async () => {

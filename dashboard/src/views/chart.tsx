@@ -11,7 +11,12 @@ export function UsageChart(props: { usage: Usage }) {
     const xs = props.usage.buckets.map((b) => Date.parse(b.start) / 1000);
     const forwarded = props.usage.buckets.map((b) => b.forwarded);
     const refused = props.usage.buckets.map((b) => b.refused);
-    const bars = uPlot.paths.bars?.({ size: [0.7, 24], align: 1 });
+    // Refused bars are narrower and drawn over the forwarded ones, so both stay visible.
+    const bars = uPlot.paths.bars?.({ size: [0.7, 40], align: 1 });
+    const narrow = uPlot.paths.bars?.({ size: [0.35, 20], align: 1 });
+    // Each bar starts at its hour and covers it: the axis runs to the end of the last hour.
+    const first = xs[0] ?? 0;
+    const last = (xs[xs.length - 1] ?? first) + 3600;
     const width = () => Math.max(260, el.clientWidth);
     const plot = new uPlot(
       {
@@ -19,15 +24,32 @@ export function UsageChart(props: { usage: Usage }) {
         height: 220,
         legend: { show: true },
         cursor: { drag: { x: false, y: false } },
-        scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(4, max * 1.15)] } },
+        scales: {
+          x: { time: true, range: () => [first, last] },
+          y: { range: (_u, _min, max) => [0, Math.max(4, max * 1.15)] },
+        },
         axes: [
           { stroke: '#64748b', grid: { stroke: '#eef2f7' }, ticks: { stroke: '#e2e8f0' } },
           { stroke: '#64748b', grid: { stroke: '#eef2f7' }, ticks: { stroke: '#e2e8f0' }, size: 48 },
         ],
         series: [
           {},
-          { label: 'Forwarded', stroke: '#2563eb', fill: 'rgba(37,99,235,0.75)', width: 0, paths: bars },
-          { label: 'Refused', stroke: '#dc2626', fill: 'rgba(220,38,38,0.8)', width: 0, paths: bars },
+          {
+            label: 'Forwarded',
+            stroke: '#2563eb',
+            fill: 'rgba(37,99,235,0.75)',
+            width: 0,
+            paths: bars,
+            points: { show: false },
+          },
+          {
+            label: 'Refused',
+            stroke: '#dc2626',
+            fill: 'rgba(220,38,38,0.85)',
+            width: 0,
+            paths: narrow,
+            points: { show: false },
+          },
         ],
       },
       [xs, forwarded, refused],

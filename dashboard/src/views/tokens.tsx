@@ -69,7 +69,7 @@ export function Tokens(props: { account: Account }) {
                       {t.name}
                     </td>
                     <td data-label="Token">
-                      <code>{t.sanitized_key_hint}</code>
+                      <code class="hint">{t.sanitized_key_hint}</code>
                     </td>
                     <td data-label="Provider">{t.target_provider}</td>
                     <td data-label="Allowed hosts">
