@@ -115,13 +115,22 @@ describe.skipIf(!existsSync(CHROMIUM))('the dashboard in Chromium', () => {
 
   /** Nothing secret anywhere a script or the page could keep it. */
   async function expectNoSecretsInBrowser(p: Page) {
-    const seen = await p.evaluate(() => ({
-      local: JSON.stringify({ ...localStorage }),
-      session: JSON.stringify({ ...sessionStorage }),
-      cookie: document.cookie,
-      html: document.documentElement.outerHTML,
-      url: location.href,
-    }));
+    // Evaluated in the page (a string: this project's TypeScript has no DOM types).
+    const seen = await p.evaluate<{
+      local: string;
+      session: string;
+      cookie: string;
+      html: string;
+      url: string;
+    }>(
+      `({
+        local: JSON.stringify({ ...localStorage }),
+        session: JSON.stringify({ ...sessionStorage }),
+        cookie: document.cookie,
+        html: document.documentElement.outerHTML,
+        url: location.href,
+      })`,
+    );
     expect(seen.local).toBe('{}');
     expect(seen.session).toBe('{}');
     expect(seen.cookie).toBe('');
@@ -244,7 +253,7 @@ describe.skipIf(!existsSync(CHROMIUM))('the dashboard in Chromium', () => {
     await table.getByRole('cell', { name: 'web app, production', exact: true }).waitFor();
     expect(await table.getByText('someone else’s token').count()).toBe(0);
     expect(await page.locator('img[src="x"]').count()).toBe(0);
-    expect(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss)).toBeUndefined();
+    expect(await page.evaluate<number | null>('window.__xss ?? null')).toBeNull();
     await expectNoSecretsInBrowser(page);
   });
 
@@ -340,7 +349,7 @@ describe.skipIf(!existsSync(CHROMIUM))('the dashboard in Chromium', () => {
     await table.getByText(XSS_ORIGIN, { exact: true }).waitFor({ timeout: 5000 });
     expect(page.url()).toBe(url);
     expect(await page.locator('img[src="x"]').count()).toBe(0);
-    expect(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss)).toBeUndefined();
+    expect(await page.evaluate<number | null>('window.__xss ?? null')).toBeNull();
     // The row's token is active: it can be revoked from here.
     await table.getByRole('button', { name: 'Revoke live one' }).first().waitFor();
     // The breach e-mail's link: the view filtered to one token.
@@ -448,10 +457,9 @@ describe.skipIf(!existsSync(CHROMIUM))('the dashboard in Chromium', () => {
         await shoot(page, `${view.toLowerCase()}-desktop`);
         await go(p, view);
         await p.waitForLoadState('networkidle');
-        const widths = await p.evaluate(() => ({
-          scroll: document.documentElement.scrollWidth,
-          client: document.documentElement.clientWidth,
-        }));
+        const widths = await p.evaluate<{ scroll: number; client: number }>(
+          '({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth })',
+        );
         expect(widths.scroll, view).toBeLessThanOrEqual(widths.client);
         await shoot(p, `${view.toLowerCase()}-phone`);
         await expectNoSecretsInBrowser(p);

@@ -76,10 +76,7 @@ for (const fixture of databases) {
           idleExpiresAt: at(HOUR),
           expiresAt: at(2 * HOUR),
         });
-        const rows = (await rawQuery(fixture.name, opened, 'SELECT * FROM dashboard_sessions', [])) as Record<
-          string,
-          unknown
-        >[];
+        const rows = await rawQuery(fixture.name, opened, 'SELECT * FROM dashboard_sessions', []);
         const text = JSON.stringify(rows);
         expect(text).not.toContain(value);
         expect(text).toContain(secretDigest(value));
