@@ -174,6 +174,10 @@ for (const fixture of databases) {
       }
       clock.advance(6 * HOUR);
       expectError(await withCookie(kept, 'GET', '/v1/account'), 401, 'session_expired');
+      // The next sign-in sweeps ended sessions out of the store.
+      await session();
+      expect(await h.store.sessions.findLive(secretDigest(kept), '1970-01-01T00:00:00.000Z')).toBeUndefined();
+      expect(await h.store.sessions.delete(secretDigest(kept))).toBe(false);
     });
 
     it('an unknown or malformed cookie is a 401, and never a way around the API key', async () => {

@@ -42,6 +42,9 @@ export class DashboardSessions {
       if (blocked > 0) throw tooManyAttempts(blocked);
       throw new TokenProxyError('invalid_api_key', 'The API key is not valid.', { param: 'api_key' });
     }
+    // Ended sessions are swept here rather than by a timer: sign-ins are rare, and a dead session
+    // is refused by its expiry columns anyway, so the sweep only keeps the table small.
+    await this.#store.sessions.purgeExpired(now.toISOString());
     const cookieValue = randomBytes(32).toString('base64url');
     const expiresAt = new Date(now.getTime() + SESSION_ABSOLUTE_MS);
     await this.#store.sessions.create({
