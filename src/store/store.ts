@@ -212,6 +212,8 @@ export interface TokenUsage {
 export interface RequestLogFilter {
   readonly tokenId?: string | undefined;
   readonly authorized?: boolean | undefined;
+  /** Inclusive range of HTTP statuses (one status: both ends equal). */
+  readonly status?: readonly [number, number] | undefined;
 }
 
 export interface RequestLogRepo {

@@ -171,6 +171,8 @@ export interface AnomalyListParams extends ListParams {
 export interface LogListParams extends ListParams {
   readonly tokenId?: string | undefined;
   readonly authorized?: boolean | undefined;
+  /** One HTTP status (`'429'`) or a class (`'4xx'`). */
+  readonly status?: string | undefined;
 }
 
 /** `tokens.update`: only the fields given change; null removes the rate limit or the expiry. */

@@ -368,11 +368,12 @@ class Logs:
         *,
         token_id: Optional[str] = None,
         authorized: Optional[bool] = None,
+        status: Optional[str] = None,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
     ) -> Page[RequestLog]:
-        """GET /v1/logs"""
-        query = {"token_id": token_id, "authorized": authorized, "limit": limit, "cursor": cursor}
+        """GET /v1/logs. ``status``: one HTTP status (``"429"``) or a class (``"4xx"``)."""
+        query = {"token_id": token_id, "authorized": authorized, "status": status, "limit": limit, "cursor": cursor}
         return self._client._list("logs.list", RequestLog, query)
 
 
