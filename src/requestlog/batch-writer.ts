@@ -35,15 +35,29 @@ export function createRequestLogWriter(options: RequestLogWriterOptions): Reques
     'request_log',
     async (batch) => {
       await store.requestLogs.insertMany(batch.map(toRequestLogEntry));
-      // Before usage: should the usage update fail, its retry re-adds these display-only counts,
-      // where the other order would count plan usage twice.
-      await store.usageRollups?.add(rollupsOf(batch));
       // After the records: a retry re-inserts nothing (ids are skipped) but still owes the counts.
       const usage = usageOf(batch);
       if (usage.length > 0) await store.tokens.recordUsage(usage);
+      await addRollups(batch);
     },
     batching,
   );
+
+  /**
+   * The dashboard's per-hour counts, last: they are display-only, so a failure here is logged and
+   * not retried, since a retry of the whole batch would count plan usage twice.
+   */
+  async function addRollups(batch: readonly RequestLogRecord[]): Promise<void> {
+    if (store.usageRollups === undefined) return;
+    try {
+      await store.usageRollups.add(rollupsOf(batch));
+    } catch (err) {
+      batching.logger.warn(
+        { records: batch.length, err: err instanceof Error ? err.name : 'error' },
+        'request_log: could not add the usage rollups of a batch',
+      );
+    }
+  }
 
   // A queue of its own, so the lines keep flowing while the database is down and are never
   // printed twice by a retried batch.

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { createRequestLogWriter } from '../../src/requestlog/batch-writer.js';
 import { hourOf, refusalReason, rollupsOf } from '../../src/requestlog/rollups.js';
-import { record } from './helpers.js';
+import type { TokenUsage } from '../../src/store/store.js';
+import { capture, record } from './helpers.js';
 
 describe('usage rollups: rules', () => {
   it.each([
@@ -54,5 +56,27 @@ describe('usage rollups: rules', () => {
       { accountId: 'acct_a', hour: '2026-03-10T13:00:00.000Z', outcome: 'forwarded', requests: 1 },
       { accountId: 'acct_b', hour: '2026-03-10T12:00:00.000Z', outcome: 'forwarded', requests: 1 },
     ]);
+  });
+});
+
+describe('usage rollups in the log writer', () => {
+  it('are added after the usage counts; a failure is logged once and never recounts plan usage', async () => {
+    const calls: string[] = [];
+    const usage: TokenUsage[][] = [];
+    const log = capture();
+    const writer = createRequestLogWriter({
+      logger: log.logger,
+      flushIntervalMs: 60_000,
+      store: {
+        requestLogs: { insertMany: () => (calls.push('records'), Promise.resolve()) },
+        tokens: { recordUsage: (batch) => (calls.push('usage'), usage.push([...batch]), Promise.resolve()) },
+        usageRollups: { add: () => (calls.push('rollups'), Promise.reject(new Error('database went away'))) },
+      },
+    });
+    writer.write(record({ accountId: 'acct_a', tokenId: 't1', forwarded: true }));
+    await writer.close();
+    expect(calls).toEqual(['records', 'usage', 'rollups']);
+    expect(usage.flat().map((u) => u.count)).toEqual([1]);
+    expect(log.lines.join('\n')).toContain('could not add the usage rollups');
   });
 });
