@@ -12,7 +12,9 @@ import { registerIdempotency } from './idempotency.js';
 import { IdempotencyHeaders, errorResponses } from './openapi-errors.js';
 import { coerceLimit } from './pagination.js';
 import { clientErrorHandler, frameworkError, isClientAbort } from './listener-errors.js';
+import { dashboardRoutes } from './dashboard-assets.js';
 import { accountRoutes } from './routes/account.js';
+import { deliveryRoutes } from './routes/deliveries.js';
 import { anomalyRoutes } from './routes/anomalies.js';
 import { eventRoutes } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
@@ -20,6 +22,11 @@ import { keyRoutes } from './routes/keys.js';
 import { logRoutes } from './routes/logs.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { providerRoutes } from './routes/providers.js';
+import { SESSION_ROUTE, sessionRoutes } from './routes/session.js';
+import { tokenChangeRoutes } from './routes/token-changes.js';
+import { usageRoutes } from './routes/usage.js';
+import { authenticateRequest } from './session/request-auth.js';
+import { DashboardSessions } from './session/sessions.js';
 import { tokenRoutes } from './routes/tokens.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { SHARED_SCHEMAS } from './schemas.js';
@@ -167,6 +174,8 @@ export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promis
   });
 
   healthRoutes(app, deps);
+  dashboardRoutes(app);
+  const sessions = new DashboardSessions(deps.store);
   if (options.metricsRegistry !== undefined) metricsRoutes(app, options.metricsRegistry);
 
   await app.register(
@@ -194,12 +203,22 @@ export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promis
         done();
       });
       api.addHook('onRequest', async (request) => {
-        if (request.routeOptions.url === '/v1/openapi.json') return;
-        request.account = await authenticate(deps, request.headers.authorization);
+        const route = request.routeOptions.url;
+        if (route === '/v1/openapi.json' || route === SESSION_ROUTE) return;
+        request.account = await authenticateRequest(request, {
+          sessions,
+          publicApiUrl: deps.publicApiUrl,
+          now: deps.now,
+          bearer: (header) => authenticate(deps, header),
+        });
       });
       registerIdempotency(api, deps);
       api.get('/openapi.json', { schema: { hide: true } }, () => Promise.resolve(app.swagger()));
+      sessionRoutes(api, { sessions, publicApiUrl: deps.publicApiUrl, now: deps.now });
+      tokenChangeRoutes(api, deps);
       tokenRoutes(api, deps);
+      usageRoutes(api, deps);
+      deliveryRoutes(api, deps);
       keyRoutes(api, deps);
       accountRoutes(api, deps);
       providerRoutes(api, deps);

@@ -32,6 +32,11 @@ export interface ApiDeps {
   readonly onEventsCommitted?: (() => void) | undefined;
   /** `allow_private_webhooks`: webhook URLs on private, loopback or link-local addresses (default false). */
   readonly allowPrivateWebhooks?: boolean | undefined;
+  /**
+   * `public_api_url`: its origin is the dashboard's own origin for the session cookie's CSRF rule;
+   * without it, `https://<Host>` of each request (DESIGN §12).
+   */
+  readonly publicApiUrl?: string | undefined;
   /** Resolves webhook host names for the creation-time address check (tests inject one). */
   readonly resolveWebhookHost?: HostResolver | undefined;
 }

@@ -33,6 +33,11 @@ export const ERROR_CODES = {
   missing_api_key: { status: 401, type: 'authentication' },
   invalid_api_key: { status: 401, type: 'authentication' },
 
+  // Dashboard sessions (DESIGN §12)
+  session_expired: { status: 401, type: 'authentication' },
+  csrf_rejected: { status: 403, type: 'authentication' },
+  too_many_attempts: { status: 429, type: 'rate_limit' },
+
   // Resources
   route_not_found: { status: 404, type: 'not_found' },
   token_not_found: { status: 404, type: 'not_found' },

@@ -75,6 +75,13 @@ const REASONS: Readonly<Record<string, string>> = {
   ip_not_allowed: 'the IP address is not in the token’s allowed IPs',
 };
 
+/** The dashboard's Anomalies view filtered to the token (DESIGN §12), from the dashboard's base URL. */
+export function anomaliesLink(dashboardUrl: string, tokenId: unknown): string {
+  const base = dashboardUrl.endsWith('/') ? dashboardUrl : `${dashboardUrl}/`;
+  const query = typeof tokenId === 'string' ? `?token_id=${encodeURIComponent(tokenId)}` : '';
+  return `${base}anomalies${query}`;
+}
+
 /**
  * The breach alert: short, plain text plus the same as simple HTML. It names the token by name, id
  * and hint (never the token itself) and says how many refused requests it covers.
@@ -136,6 +143,7 @@ export function breachEmail(
   const advice =
     'The requests were refused; the real key was not used. If you do not recognise them, revoke the token ' +
     'and create a new one.';
+  const link = anomaliesLink(dashboardUrl, d.token_id);
   const width = Math.max(...rows.map(([k]) => k.length));
   const plain = [
     intro,
@@ -143,7 +151,7 @@ export function breachEmail(
     ...rows.map(([k, v]) => `  ${`${k}:`.padEnd(width + 1)} ${v}`),
     '',
     advice,
-    `Dashboard: ${dashboardUrl}`,
+    `See the token's anomalies: ${link}`,
     '',
   ].join('\n');
   const html = [
@@ -153,7 +161,7 @@ export function breachEmail(
     ...rows.map(([k, v]) => `<tr><th align="left">${escapeHtml(k)}</th><td>${escapeHtml(v)}</td></tr>`),
     '</table>',
     `<p>${escapeHtml(advice)}</p>`,
-    `<p><a href="${escapeHtml(dashboardUrl)}">Open the dashboard</a></p>`,
+    `<p><a href="${escapeHtml(link)}">See the token's anomalies in the dashboard</a></p>`,
     '</body></html>',
   ].join('\n');
   return { subject, text: plain, html };

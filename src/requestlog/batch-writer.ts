@@ -1,3 +1,4 @@
+import type { UsageRollupRepo } from '../store/dashboard-records.js';
 import type { RequestLogRepo, TokenRepo, TokenUsage } from '../store/store.js';
 import {
   createBatcher,
@@ -10,9 +11,14 @@ import { requestLogJson, requestLogLine, toRequestLogEntry } from './json.js';
 import type { RequestLogRecord, RequestLogSink } from './record.js';
 import { LOG_BUDGETS } from './log-budgets.js';
 import { requestRecordBytes } from './record-size.js';
+import { rollupsOf } from './rollups.js';
 
 export interface RequestLogWriterOptions extends BatchingOptions {
-  readonly store: { readonly requestLogs: Pick<RequestLogRepo, 'insertMany'> };
+  readonly store: {
+    readonly requestLogs: Pick<RequestLogRepo, 'insertMany'>;
+    /** The dashboard's per-hour counts (GET /v1/usage); kept when given. */
+    readonly usageRollups?: Pick<UsageRollupRepo, 'add'> | undefined;
+  };
   /** For log lines and metrics (default `request_log`). */
   readonly name?: string | undefined;
   /** Bytes queued (requestRecordBytes) beyond which the oldest records are dropped. */
@@ -43,11 +49,30 @@ export function createRequestLogWriter(options: RequestLogWriterOptions): Reques
   const stored = createBatcher<RequestLogRecord>({
     ...batching,
     name: name ?? 'request_log',
-    handle: (batch) => store.requestLogs.insertMany(batch.map(toRequestLogEntry)),
+    handle: async (batch) => {
+      await store.requestLogs.insertMany(batch.map(toRequestLogEntry));
+      await addRollups(batch);
+    },
     isTransient: isStoreOutage,
     maxBytes,
     sizeOf: requestRecordBytes,
   });
+
+  /**
+   * The dashboard's per-hour counts, after the records: they are display-only, so a failure here is
+   * logged and not retried (a retry of the whole batch would count its rollups twice).
+   */
+  async function addRollups(batch: readonly RequestLogRecord[]): Promise<void> {
+    if (store.usageRollups === undefined) return;
+    try {
+      await store.usageRollups.add(rollupsOf(batch));
+    } catch (err) {
+      batching.logger.warn(
+        { records: batch.length, err: err instanceof Error ? err.name : 'error' },
+        'request_log: could not add the usage rollups of a batch',
+      );
+    }
+  }
 
   // A queue of its own, so the lines keep flowing while the database is down and are never
   // printed twice by a retried batch.

@@ -174,6 +174,7 @@ async function startLocked(
       onCredentialsChanged: () => proxy.invalidateCredentials(),
       onEventsCommitted: () => events.nudge(),
       allowPrivateWebhooks: config.allowPrivateWebhooks,
+      publicApiUrl: config.publicApiUrl,
     },
     {
       logger,

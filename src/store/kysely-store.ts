@@ -8,7 +8,9 @@ import { KyselyIdempotencyRepo } from './kysely/idempotency.js';
 import { KyselyKekRepo } from './kysely/kek-versions.js';
 import { KyselyKeyRepo } from './kysely/keys.js';
 import { KyselyAnomalyRepo, KyselyRequestLogRepo } from './kysely/logs.js';
+import { KyselySessionRepo } from './kysely/sessions.js';
 import { KyselyTokenRepo } from './kysely/tokens.js';
+import { KyselyUsageRollupRepo } from './kysely/usage-rollups.js';
 import { KyselyWebhookRepo } from './kysely/webhooks.js';
 import { migrateToLatest } from './migrate.js';
 import type { Database } from './schema.js';
@@ -27,6 +29,8 @@ export class KyselyStore implements Store {
   readonly events: KyselyEventRepo;
   readonly deliveries: KyselyDeliveryRepo;
   readonly keks: KyselyKekRepo;
+  readonly sessions: KyselySessionRepo;
+  readonly usageRollups: KyselyUsageRollupRepo;
   private closing: Promise<void> | undefined;
 
   constructor(
@@ -45,6 +49,8 @@ export class KyselyStore implements Store {
     this.deliveries = new KyselyDeliveryRepo(ctx);
     this.idempotency = new KyselyIdempotencyRepo(ctx);
     this.keks = new KyselyKekRepo(ctx);
+    this.sessions = new KyselySessionRepo(ctx);
+    this.usageRollups = new KyselyUsageRollupRepo(ctx);
   }
 
   async ping(): Promise<void> {

@@ -171,6 +171,24 @@ export interface KekVersionsTable {
   retired_at: string | null;
 }
 
+export interface DashboardSessionsTable {
+  digest: string;
+  account_id: string;
+  created_at: string;
+  last_seen_at: string;
+  idle_expires_at: string;
+  expires_at: string;
+}
+
+export interface UsageRollupsTable {
+  account_id: string;
+  /** Start of the hour, ISO 8601 UTC with milliseconds. */
+  hour: string;
+  /** `forwarded` or a refusal reason (src/requestlog/rollups.ts). */
+  outcome: string;
+  requests: number;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -184,6 +202,8 @@ export interface Database {
   events: EventsTable;
   deliveries: DeliveriesTable;
   kek_versions: KekVersionsTable;
+  dashboard_sessions: DashboardSessionsTable;
+  usage_rollups: UsageRollupsTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;

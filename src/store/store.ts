@@ -14,6 +14,7 @@ import type {
   TokenRecord,
   TokenStatus,
 } from './records.js';
+import type { DeliveryRecord, SessionRepo, UsageRollupRepo } from './dashboard-records.js';
 
 /**
  * The data layer: one interface, implemented once on Kysely for SQLite and PostgreSQL
@@ -32,6 +33,8 @@ export interface Store {
   readonly events: EventRepo;
   readonly deliveries: DeliveryRepo;
   readonly keks: KekRepo;
+  readonly sessions: SessionRepo;
+  readonly usageRollups: UsageRollupRepo;
   /** Resolves when the database answers a trivial query; rejects with StoreUnavailableError. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -132,6 +135,15 @@ export interface TokenCreation {
   readonly maxActiveTokens: number | null;
 }
 
+/** PATCH /v1/tokens/:id: only the fields present change; null clears rate limit or expiry. */
+export interface TokenPatch {
+  readonly name?: string | undefined;
+  readonly authorizedOrigins?: readonly string[] | undefined;
+  readonly authorizedIps?: readonly string[] | undefined;
+  readonly rateLimit?: RateLimit | null | undefined;
+  readonly expiresAt?: string | null | undefined;
+}
+
 export interface TokenRevocation {
   readonly token: TokenRecord;
   /** False when the token was already revoked (no event should follow). */
@@ -174,6 +186,13 @@ export interface TokenRepo {
    * expiring at the same moment are skipped, so every token is expired (and announced) once.
    */
   expireDue(now: string, limit: number, emit: TokenEventBuilder): Promise<readonly TokenRecord[]>;
+  /** Changes the given fields of the account's token; undefined when there is no such token. */
+  update(accountId: string, tokenId: string, patch: TokenPatch): Promise<TokenRecord | undefined>;
+  /**
+   * The kill switch: revokes every active (not revoked, not past expiry at `at`) token of the account
+   * and commits the event `emit` builds for each, in one transaction. Returns the revoked tokens.
+   */
+  revokeAll(accountId: string, at: string, emit?: TokenEventBuilder): Promise<readonly TokenRecord[]>;
   /** Lookup for the proxy by digest of the sanitized token; any status. */
   findByDigest(digest: string): Promise<TokenWithKey | undefined>;
   /**
@@ -195,6 +214,8 @@ export interface TokenUsage {
 export interface RequestLogFilter {
   readonly tokenId?: string | undefined;
   readonly authorized?: boolean | undefined;
+  /** Inclusive range of HTTP statuses (one status: both ends equal). */
+  readonly status?: readonly [number, number] | undefined;
 }
 
 export interface RequestLogRepo {
@@ -347,6 +368,8 @@ export interface DeliveryRepo {
   complete(delivery: ClaimedDelivery, outcome: DeliveryOutcome, disable?: DisablePolicy): Promise<boolean>;
   /** Pending deliveries (any lease), for shutdown reports and tests. */
   countPending(): Promise<number>;
+  /** The deliveries to one of the account's webhook endpoints, newest first. */
+  listForWebhook(accountId: string, webhookId: string, page: PageQuery): Promise<Page<DeliveryRecord>>;
 }
 
 /** A KEK version as the store records it (DESIGN §8); nothing in it is secret. */

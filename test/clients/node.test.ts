@@ -137,6 +137,28 @@ describe('@tokenproxy/client against a real server', () => {
     expect((await c.anomalies.list()).data).toEqual([]);
   });
 
+  it('edits a token, revokes all tokens (the kill switch) and reads usage', async () => {
+    const c = await client();
+    const a = await c.tokens.create(tokenParams('a'));
+    const b = await c.tokens.create(tokenParams('b'));
+    const edited = await c.tokens.update(a.id, {
+      name: 'a2',
+      allowedHosts: ['*.example.org'],
+      rateLimit: { requests: 5, window: '1m' },
+    });
+    expect(edited).toMatchObject({ id: a.id, name: 'a2', authorizedOrigins: ['*.example.org'] });
+    expect(edited.rateLimit).toEqual({ requests: 5, window: '1m' });
+    expect((await c.tokens.update(a.id, { rateLimit: null })).rateLimit).toBeNull();
+    const revoked = await c.tokens.revokeAll();
+    expect(revoked.map((x) => x.id).sort()).toEqual([a.id, b.id].sort());
+    expect(revoked.every((x) => x.status === 'revoked')).toBe(true);
+    expect(await c.tokens.revokeAll()).toEqual([]);
+    const usage = await c.usage.get({ window: '24h', bucket: '1h' });
+    expect(usage.buckets).toHaveLength(24);
+    expect(usage.forwarded).toBe(0);
+    expect(usage.refusedByReason).toHaveProperty('originOrIpNotAllowed', 0);
+  });
+
   it('throws typed errors with status, code, param and request id', async () => {
     const c = await client();
     const notFound = await c.tokens.get('1'.repeat(43)).catch((e: unknown) => e);
@@ -291,6 +313,18 @@ describe('@tokenproxy/client against a real server', () => {
 
       const events = await c.events.list({ type: 'token.revoked' });
       expect(events.data.map((e) => e.id)).toContain(event.id);
+      // The delivery's outcome, as the dashboard's Webhooks view shows it.
+      let deliveries = await c.webhooks.deliveries(hook.id);
+      for (let i = 0; i < 50 && deliveries.data[0]?.status !== 'delivered'; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        deliveries = await c.webhooks.deliveries(hook.id);
+      }
+      expect(deliveries.data[0]).toMatchObject({
+        eventId: event.id,
+        eventType: 'token.revoked',
+        status: 'delivered',
+      });
+      expect(deliveries.data[0]?.id).toMatch(/^\S+$/);
       const deleted = await c.webhooks.delete(hook.id);
       expect(deleted.id).toBe(hook.id);
     } finally {

@@ -180,7 +180,7 @@ for (const fixture of databases) {
         '17',
         'checkout widget',
         token.sanitized_key_hint,
-        `${DASHBOARD}/`,
+        `${DASHBOARD}/anomalies?token_id=${token.token_id}`,
       ]) {
         expect(raw, part).toContain(part);
       }

@@ -432,6 +432,8 @@ for (const fixture of databases) {
           '0005_token_expiry_index',
           '0006_request_log_error_code',
           '0007_kek_versions',
+          '0008_dashboard_sessions',
+          '0009_usage_rollups',
         ]);
         expect(await first.migrateToLatest()).toEqual([]);
         await first.close();

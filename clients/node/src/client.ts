@@ -18,6 +18,7 @@ import type {
   AnomalyListParams,
   CreatedToken,
   CreatedWebhook,
+  Delivery,
   Event,
   EventListParams,
   Key,
@@ -31,6 +32,9 @@ import type {
   Token,
   TokenCreateParams,
   TokenListParams,
+  TokenUpdateParams,
+  Usage,
+  UsageParams,
   Webhook,
   WebhookCreateParams,
 } from './types.js';
@@ -84,6 +88,7 @@ export class TokenProxy {
   readonly logs: Logs;
   readonly account: AccountResource;
   readonly providers: Providers;
+  readonly usage: UsageResource;
 
   readonly baseUrl: string;
   // A #private field: console.log(client) and JSON.stringify(client) do not show it.
@@ -112,6 +117,7 @@ export class TokenProxy {
     this.logs = new Logs(this);
     this.account = new AccountResource(this);
     this.providers = new Providers(this);
+    this.usage = new UsageResource(this);
   }
 
   /** @internal One endpoint of ROUTES, with retries; resolves to the camelCased body. */
@@ -168,17 +174,24 @@ export class TokenProxy {
   }
 
   /** @internal */
-  list<T>(route: RouteName, params: ListParams & object = {}, options?: RequestOptions): PagePromise<T> {
+  list<T>(
+    route: RouteName,
+    params: ListParams & object = {},
+    options?: RequestOptions,
+    id?: string,
+    itemResource?: string,
+  ): PagePromise<T> {
     const load = async (cursor: string | undefined): Promise<Page<T>> => {
       const query = cursor === undefined ? params : { ...params, cursor };
       const raw = await this.request<{ data: unknown[]; hasMore: boolean; nextCursor: string | null }>(
         route,
         {
+          id,
           query,
           options,
         },
       );
-      const idField = ID_FIELDS[route.split('.')[0] ?? ''];
+      const idField = ID_FIELDS[itemResource ?? route.split('.')[0] ?? ''];
       // The envelope went through fromWire without an id field; items get their own `id` here.
       const data = (raw.data as Record<string, unknown>[]).map((item) => renameId(item, idField) as T);
       return new Page<T>(data, raw.hasMore, raw.nextCursor, (next) => load(next));
@@ -204,6 +217,20 @@ class Tokens {
   /** DELETE /v1/tokens/:id. Idempotent; the token comes back with status `revoked`. */
   revoke(id: string, options?: RequestOptions): Promise<Token> {
     return this.client.request('tokens.revoke', { id, options });
+  }
+  /** PATCH /v1/tokens/:id. Effective on the token's next request. */
+  update(id: string, params: TokenUpdateParams, options?: RequestOptions): Promise<Token> {
+    return this.client.request('tokens.update', { id, body: params, options });
+  }
+  /**
+   * POST /v1/tokens/revoke_all: the kill switch. Revokes every active token of the account (one
+   * `token.revoked` event each) and returns them.
+   */
+  async revokeAll(options?: RequestOptions): Promise<Token[]> {
+    const raw = await this.client.request<{ data: Record<string, unknown>[] }>('tokens.revokeAll', {
+      options,
+    });
+    return (raw.data ?? []).map((item) => renameId(item, ID_FIELDS.tokens) as unknown as Token);
   }
 }
 
@@ -248,6 +275,10 @@ class Webhooks {
   /** DELETE /v1/webhooks/:id */
   delete(id: string, options?: RequestOptions): Promise<Webhook> {
     return this.client.request('webhooks.delete', { id, options });
+  }
+  /** GET /v1/webhooks/:id/deliveries: recent deliveries to the endpoint and their outcome, newest first. */
+  deliveries(id: string, params?: ListParams, options?: RequestOptions): PagePromise<Delivery> {
+    return this.client.list('webhooks.deliveries', params, options, id, 'deliveries');
   }
 }
 
@@ -295,7 +326,15 @@ class Providers {
   }
 }
 
-export type { Tokens, Keys, Webhooks, Events, Anomalies, Logs, AccountResource, Providers };
+class UsageResource {
+  constructor(private readonly client: TokenProxy) {}
+  /** GET /v1/usage: forwarded and refused requests per bucket over the window. */
+  get(params?: UsageParams, options?: RequestOptions): Promise<Usage> {
+    return this.client.request('usage.get', { query: params ?? {}, options });
+  }
+}
+
+export type { Tokens, Keys, Webhooks, Events, Anomalies, Logs, AccountResource, Providers, UsageResource };
 
 function normaliseBaseUrl(value: string): string {
   const url = new URL(value);

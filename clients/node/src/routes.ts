@@ -8,6 +8,8 @@ export const ROUTES = {
   'tokens.list': { method: 'GET', path: '/tokens' },
   'tokens.get': { method: 'GET', path: '/tokens/:id' },
   'tokens.revoke': { method: 'DELETE', path: '/tokens/:id' },
+  'tokens.update': { method: 'PATCH', path: '/tokens/:id' },
+  'tokens.revokeAll': { method: 'POST', path: '/tokens/revoke_all' },
   'keys.create': { method: 'POST', path: '/keys' },
   'keys.list': { method: 'GET', path: '/keys' },
   'keys.get': { method: 'GET', path: '/keys/:id' },
@@ -17,12 +19,14 @@ export const ROUTES = {
   'webhooks.list': { method: 'GET', path: '/webhooks' },
   'webhooks.get': { method: 'GET', path: '/webhooks/:id' },
   'webhooks.delete': { method: 'DELETE', path: '/webhooks/:id' },
+  'webhooks.deliveries': { method: 'GET', path: '/webhooks/:id/deliveries' },
   'events.list': { method: 'GET', path: '/events' },
   'anomalies.list': { method: 'GET', path: '/anomalies' },
   'logs.list': { method: 'GET', path: '/logs' },
   'account.get': { method: 'GET', path: '/account' },
   'account.update': { method: 'PATCH', path: '/account' },
   'providers.list': { method: 'GET', path: '/providers' },
+  'usage.get': { method: 'GET', path: '/usage' },
 } as const satisfies Record<string, { readonly method: HttpMethod; readonly path: string }>;
 
 export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
@@ -38,5 +42,6 @@ export const ID_FIELDS: Readonly<Record<string, string>> = {
   keys: 'key_id',
   webhooks: 'webhook_id',
   anomalies: 'anomaly_id',
+  deliveries: 'delivery_id',
   account: 'account_id',
 };

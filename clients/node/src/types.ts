@@ -173,6 +173,54 @@ export interface AnomalyListParams extends ListParams {
 export interface LogListParams extends ListParams {
   readonly tokenId?: string | undefined;
   readonly authorized?: boolean | undefined;
+  /** One HTTP status (`'429'`) or a class (`'4xx'`). */
+  readonly status?: string | undefined;
+}
+
+/** `tokens.update`: only the fields given change; null removes the rate limit or the expiry. */
+export interface TokenUpdateParams {
+  readonly name?: string | undefined;
+  readonly allowedHosts?: readonly string[] | undefined;
+  readonly allowedIps?: readonly string[] | undefined;
+  readonly rateLimit?: RateLimit | null | undefined;
+  readonly expiresAt?: string | Date | null | undefined;
+}
+
+export interface UsageParams {
+  /** How far back: `24h` (default) or `7d`. */
+  readonly window?: '24h' | '7d' | undefined;
+  /** Bucket size: `1h` (default) or `1d`. */
+  readonly bucket?: '1h' | '1d' | undefined;
+}
+
+/** Forwarded and refused requests over a window (GET /v1/usage), from per-hour counts. */
+export interface Usage {
+  readonly object: 'usage';
+  readonly window: string;
+  readonly bucket: string;
+  readonly start: string;
+  readonly end: string;
+  readonly forwarded: number;
+  readonly refused: number;
+  /** Refusals by reason, camelCased: `originOrIpNotAllowed`, `ipBackoff`, `rateOrQuotaLimit`, … */
+  readonly refusedByReason: Readonly<Record<string, number>>;
+  readonly buckets: readonly {
+    readonly start: string;
+    readonly forwarded: number;
+    readonly refused: number;
+  }[];
+}
+
+/** One delivery of an event to a webhook endpoint. */
+export interface Delivery {
+  readonly id: string;
+  readonly eventId: string;
+  readonly eventType: string;
+  readonly status: 'pending' | 'delivered' | 'failed';
+  readonly attempts: number;
+  readonly lastError: string | null;
+  readonly createdAt: string;
+  readonly completedAt: string | null;
 }
 
 export interface AccountUpdateParams {

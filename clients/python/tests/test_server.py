@@ -116,6 +116,24 @@ class ServerTest(unittest.TestCase):
         self.assertEqual(c.logs.list(authorized=False).data, [])
         self.assertEqual(c.anomalies.list().data, [])
 
+    def test_update_revoke_all_and_usage(self) -> None:
+        c = client(API_KEYS[3])
+        a = create(c, "a")
+        b = create(c, "b")
+        edited = c.tokens.update(a.id, name="a2", allowed_hosts=["*.example.org"], rate_limit={"requests": 5, "window": "1m"})
+        self.assertEqual((edited.id, edited.name, edited.authorized_origins), (a.id, "a2", ["*.example.org"]))
+        self.assertEqual(edited.rate_limit, RateLimit(requests=5, window="1m"))
+        self.assertIsNone(c.tokens.update(a.id, rate_limit=None).rate_limit)
+        self.assertEqual(c.tokens.update(a.id).name, "a2")
+        revoked = c.tokens.revoke_all()
+        self.assertEqual(sorted(t.id for t in revoked), sorted([a.id, b.id]))
+        self.assertTrue(all(isinstance(t, Token) and t.status == "revoked" for t in revoked))
+        self.assertEqual(c.tokens.revoke_all(), [])
+        usage = c.usage.get(window="24h", bucket="1h")
+        self.assertEqual(len(usage.buckets), 24)
+        self.assertEqual(usage.forwarded, 0)
+        self.assertEqual(usage.refused_by_reason["origin_or_ip_not_allowed"], 0)
+
     def test_errors_carry_status_code_param_and_request_id(self) -> None:
         c = client(API_KEYS[0])
         with self.assertRaises(NotFoundError) as nf:
@@ -223,6 +241,14 @@ class ServerTest(unittest.TestCase):
             with self.assertRaises(WebhookVerificationError):
                 verify_webhook(received[0]["body"] + b" ", received[0]["headers"], hook.secret)
             self.assertIn(event.id, [e.id for e in c.events.list(type="token.revoked")])
+            deliveries = c.webhooks.deliveries(hook.id).data
+            for _ in range(50):
+                if deliveries and deliveries[0].status == "delivered":
+                    break
+                time.sleep(0.1)
+                deliveries = c.webhooks.deliveries(hook.id).data
+            self.assertEqual((deliveries[0].event_id, deliveries[0].event_type), (event.id, "token.revoked"))
+            self.assertEqual(deliveries[0].status, "delivered")
             self.assertEqual(c.webhooks.delete(hook.id).id, hook.id)
         finally:
             server.shutdown()

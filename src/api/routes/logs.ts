@@ -37,6 +37,12 @@ export function logRoutes(app: ApiServer, deps: ApiDeps): void {
           {
             ...ListQuery,
             token_id: TokenIdQuery,
+            status: Type.Optional(
+              Type.String({
+                pattern: '^([1-5][0-9][0-9]|[1-5]xx)$',
+                description: 'only records with this HTTP status (429) or class (4xx)',
+              }),
+            ),
             authorized: Type.Optional(
               Type.Union([Type.Literal('true'), Type.Literal('false')], {
                 description: 'only records whose origin check passed (true) or failed (false)',
@@ -53,9 +59,20 @@ export function logRoutes(app: ApiServer, deps: ApiDeps): void {
       const filter = {
         tokenId: tokenIdFilter(query.token_id),
         authorized: query.authorized === undefined ? undefined : query.authorized === 'true',
+        status: statusRange(query.status),
       };
       const page = await deps.store.requestLogs.list(request.account.id, filter, pageQuery(query));
       return listBody(page, requestLogView, timestampPosition);
     },
   );
+}
+
+/** `429` → [429, 429]; `4xx` → [400, 499]. The pattern in the schema has already checked the form. */
+export function statusRange(value: string | undefined): readonly [number, number] | undefined {
+  if (value === undefined) return undefined;
+  if (value.endsWith('xx')) {
+    const base = Number(value[0]) * 100;
+    return [base, base + 99];
+  }
+  return [Number(value), Number(value)];
 }

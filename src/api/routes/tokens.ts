@@ -11,16 +11,14 @@ import {
   secretDigest,
 } from '../../ids/formats.js';
 import { tokenEvent } from '../../events/token-events.js';
-import { parseAllowedHosts } from '../../rules/allowed-hosts.js';
-import { parseWindow } from '../../rules/duration.js';
-import { parseAllowedIps } from '../../rules/ip-match.js';
-import { TOKEN_STATUSES, type RateLimit, type TokenRecord } from '../../store/records.js';
+import { TOKEN_STATUSES, type TokenRecord } from '../../store/records.js';
 import type { TokenCreation } from '../../store/store.js';
 import type { ApiDeps, ApiServer } from '../context.js';
 import { listBody, pageQuery } from '../pagination.js';
 import { CreateTokenBody, CreatedTokenObject, IdParams, ListQuery, TokenObject, listOf } from '../schemas.js';
 import { tokenView } from '../views.js';
 import { requireProvider, sealRealKey } from './shared.js';
+import { allowedHostsField, allowedIpsField, expiresAtField, rateLimitField } from './token-fields.js';
 
 const TAG = ['tokens'];
 
@@ -106,51 +104,12 @@ export function tokenRoutes(app: ApiServer, deps: ApiDeps): void {
             },
           );
         }
-        const hosts = parseAllowedHosts(b.allowed_hosts);
-        if (!hosts.ok) {
-          throw new TokenProxyError('invalid_parameter', hosts.message, {
-            param: hosts.index === null ? 'allowed_hosts' : `allowed_hosts[${hosts.index}]`,
-          });
-        }
-        let ips: string[] = [];
-        if (b.allowed_ips !== undefined) {
-          const parsed = parseAllowedIps(b.allowed_ips);
-          if (!parsed.ok) {
-            throw new TokenProxyError('invalid_parameter', parsed.message, {
-              param: parsed.index === null ? 'allowed_ips' : `allowed_ips[${parsed.index}]`,
-            });
-          }
-          ips = parsed.value;
-        }
-        let rateLimit: RateLimit | null = null;
-        if (b.rate_limit !== undefined) {
-          const w = parseWindow(b.rate_limit.window);
-          if (!w.ok) {
-            throw new TokenProxyError(
-              'invalid_parameter',
-              `Invalid field "rate_limit.window": ${w.message}`,
-              {
-                param: 'rate_limit.window',
-              },
-            );
-          }
-          rateLimit = { requests: b.rate_limit.requests, window: w.canonical };
-        }
-        let expiresAt: string | null = null;
-        if (b.expires_at !== undefined && b.expires_at !== null) {
-          const t = Date.parse(b.expires_at);
-          if (!(t > now.getTime())) {
-            throw new TokenProxyError(
-              'invalid_parameter',
-              'Invalid field "expires_at": it must be in the future.',
-              {
-                param: 'expires_at',
-              },
-            );
-          }
-          expiresAt = new Date(t).toISOString();
-        }
-        return { origins: hosts.value, ips, rateLimit, expiresAt, keyId: b.key_id };
+        const origins = allowedHostsField(b.allowed_hosts);
+        const ips = b.allowed_ips === undefined ? [] : allowedIpsField(b.allowed_ips);
+        const rateLimit = b.rate_limit === undefined ? null : rateLimitField(b.rate_limit);
+        const expiresAt =
+          b.expires_at === undefined || b.expires_at === null ? null : expiresAtField(b.expires_at, now);
+        return { origins, ips, rateLimit, expiresAt, keyId: b.key_id };
       }
     },
   );
@@ -232,6 +191,6 @@ export function tokenRoutes(app: ApiServer, deps: ApiDeps): void {
   );
 }
 
-function tokenNotFound(): TokenProxyError {
+export function tokenNotFound(): TokenProxyError {
   return new TokenProxyError('token_not_found', 'No token with this id in your account.', { param: 'id' });
 }

@@ -1,8 +1,9 @@
-import type { ClaimedDelivery, DeliveryChannel } from '../records.js';
 import { sql } from 'kysely';
+import type { DeliveryRecord } from '../dashboard-records.js';
+import type { ClaimedDelivery, DeliveryChannel, Page, PageQuery } from '../records.js';
 import type { ClaimFilter, DeliveryOutcome, DeliveryRepo, DisablePolicy } from '../store.js';
 import type { RepoContext } from './context.js';
-import { parseEventData, toWebhook } from './rows.js';
+import { newestFirstPage, parseEventData, toWebhook } from './rows.js';
 
 function isChannel(value: string): value is DeliveryChannel {
   return value === 'webhook' || value === 'email';
@@ -263,5 +264,36 @@ export class KyselyDeliveryRepo implements DeliveryRepo {
       .where('status', '=', 'pending')
       .executeTakeFirstOrThrow();
     return row.n;
+  }
+
+  async listForWebhook(accountId: string, webhookId: string, page: PageQuery): Promise<Page<DeliveryRecord>> {
+    const query = this.ctx.db
+      .selectFrom('deliveries')
+      .select((eb) => [
+        'id',
+        'event_id',
+        'status',
+        'attempts',
+        'last_error',
+        'created_at',
+        'completed_at',
+        eb
+          .selectFrom('events')
+          .select('type')
+          .whereRef('events.id', '=', 'deliveries.event_id')
+          .as('event_type'),
+      ])
+      .where('account_id', '=', accountId)
+      .where('webhook_id', '=', webhookId);
+    return newestFirstPage(query, page, (row) => ({
+      id: row.id,
+      eventId: row.event_id,
+      eventType: row.event_type ?? 'unknown',
+      status: row.status as DeliveryRecord['status'],
+      attempts: row.attempts,
+      lastError: row.last_error,
+      createdAt: row.created_at,
+      completedAt: row.completed_at,
+    }));
   }
 }

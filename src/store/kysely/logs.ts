@@ -87,6 +87,9 @@ export class KyselyRequestLogRepo implements RequestLogRepo {
   async list(accountId: string, filter: RequestLogFilter, page: PageQuery): Promise<Page<RequestLogEntry>> {
     let query = this.ctx.db.selectFrom('request_logs').selectAll();
     if (filter.authorized !== undefined) query = query.where('authorized', '=', filter.authorized ? 1 : 0);
+    if (filter.status !== undefined) {
+      query = query.where('status', '>=', filter.status[0]).where('status', '<=', filter.status[1]);
+    }
     const rows = await newestFirst(query, accountId, filter.tokenId, page);
     return toPage(rows, page.limit, toRequestLog);
   }

@@ -1,11 +1,12 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type Updateable } from 'kysely';
 import { usagePeriod } from '../../accounts/plans.js';
 import { StoreConflictError, StoreNotFoundError, StorePlanLimitError } from '../errors.js';
 import type { Page, PageQuery, TokenRecord, TokenStatus } from '../records.js';
-import type { Database } from '../schema.js';
+import type { Database, TokensTable } from '../schema.js';
 import type {
   TokenCreation,
   TokenEventBuilder,
+  TokenPatch,
   TokenRepo,
   TokenRevocation,
   TokenUsage,
@@ -169,6 +170,42 @@ export class KyselyTokenRepo implements TokenRepo {
         .execute();
       const tokens = rows.map(toToken);
       await insertEvents(trx, tokens.map(emit));
+      return tokens;
+    });
+  }
+
+  async update(accountId: string, tokenId: string, patch: TokenPatch): Promise<TokenRecord | undefined> {
+    const set: Updateable<TokensTable> = {};
+    if (patch.name !== undefined) set.name = patch.name;
+    if (patch.authorizedOrigins !== undefined)
+      set.authorized_origins = JSON.stringify(patch.authorizedOrigins);
+    if (patch.authorizedIps !== undefined) set.authorized_ips = JSON.stringify(patch.authorizedIps);
+    if (patch.rateLimit !== undefined) set.rate_limit = rateLimitText(patch.rateLimit);
+    if (patch.expiresAt !== undefined) set.expires_at = patch.expiresAt;
+    if (Object.keys(set).length === 0) return findToken(this.ctx.db, accountId, tokenId);
+    const row = await this.ctx.db
+      .updateTable('tokens')
+      .set(set)
+      .where('account_id', '=', accountId)
+      .where('id', '=', tokenId)
+      .returningAll()
+      .executeTakeFirst();
+    return row === undefined ? undefined : toToken(row);
+  }
+
+  async revokeAll(accountId: string, at: string, emit?: TokenEventBuilder): Promise<readonly TokenRecord[]> {
+    return this.ctx.db.transaction().execute(async (trx) => {
+      // One conditional UPDATE, like revoke: a token revoked concurrently is not announced twice.
+      const rows = await trx
+        .updateTable('tokens')
+        .set({ status: 'revoked', revoked_at: at })
+        .where('account_id', '=', accountId)
+        .where('status', '=', 'active')
+        .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', at)]))
+        .returningAll()
+        .execute();
+      const tokens = rows.map(toToken);
+      if (emit !== undefined && tokens.length > 0) await insertEvents(trx, tokens.map(emit));
       return tokens;
     });
   }

@@ -7,6 +7,8 @@ import * as m0004 from './0004_idempotency.js';
 import * as m0005 from './0005_token_expiry_index.js';
 import * as m0006 from './0006_request_log_error_code.js';
 import * as m0007 from './0007_kek_versions.js';
+import * as m0008 from './0008_dashboard_sessions.js';
+import * as m0009 from './0009_usage_rollups.js';
 
 /** A migration module: plain Kysely DDL, branching on the dialect only for column types. */
 interface MigrationModule {
@@ -27,6 +29,8 @@ const MIGRATIONS: Readonly<Record<string, MigrationModule>> = {
   '0005_token_expiry_index': m0005,
   '0006_request_log_error_code': m0006,
   '0007_kek_versions': m0007,
+  '0008_dashboard_sessions': m0008,
+  '0009_usage_rollups': m0009,
 };
 
 export function migrationProvider(dialect: DialectName): MigrationProvider {

@@ -1,3 +1,4 @@
+import dataclasses
 import json
 import os
 import random
@@ -10,7 +11,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from datetime import datetime
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union
 
 from ._errors import (
     APICertificateError,
@@ -24,12 +25,15 @@ from ._models import (
     Anomaly,
     CreatedToken,
     CreatedWebhook,
+    Delivery,
     Event,
     Key,
     Provider,
     RateLimit,
     RequestLog,
     Token,
+    Usage,
+    UsageBucket,
     Webhook,
     from_json,
 )
@@ -107,6 +111,7 @@ class TokenProxy:
         self.logs = Logs(self)
         self.account = AccountResource(self)
         self.providers = Providers(self)
+        self.usage = UsageResource(self)
 
     def __repr__(self) -> str:
         return f"TokenProxy(base_url={self.base_url!r})"
@@ -180,14 +185,21 @@ class TokenProxy:
         data = self._request(route, **kwargs)
         return from_json(cls, data, ID_FIELDS.get(route.split(".")[0]))
 
-    def _list(self, route: str, cls: Type[T], query: Dict[str, Any]) -> Page[T]:
-        id_field = ID_FIELDS.get(route.split(".")[0])
+    def _list(
+        self,
+        route: str,
+        cls: Type[T],
+        query: Dict[str, Any],
+        id: Optional[str] = None,
+        item_resource: Optional[str] = None,
+    ) -> Page[T]:
+        id_field = ID_FIELDS.get(item_resource or route.split(".")[0])
 
         def load(cursor: Optional[str]) -> Page[T]:
             q = dict(query)
             if cursor is not None:
                 q["cursor"] = cursor
-            raw = self._request(route, query=q)
+            raw = self._request(route, id=id, query=q)
             items = [from_json(cls, item, id_field) for item in raw.get("data", [])]
             return Page(items, bool(raw.get("has_more")), raw.get("next_cursor"), load)
 
@@ -239,6 +251,34 @@ class Tokens:
     def revoke(self, id: str) -> Token:
         """DELETE /v1/tokens/:id. Idempotent; the token comes back with status ``revoked``."""
         return self._client._one("tokens.revoke", Token, id=id)
+
+    def update(
+        self,
+        id: str,
+        *,
+        name: Any = UNSET,
+        allowed_hosts: Any = UNSET,
+        allowed_ips: Any = UNSET,
+        rate_limit: Any = UNSET,
+        expires_at: Any = UNSET,
+    ) -> Token:
+        """PATCH /v1/tokens/:id. Omitted fields are unchanged; ``rate_limit=None`` and
+        ``expires_at=None`` remove them. Effective on the token's next request."""
+        fields = (
+            ("name", name),
+            ("allowed_hosts", allowed_hosts if allowed_hosts is UNSET else list(allowed_hosts)),
+            ("allowed_ips", allowed_ips if allowed_ips is UNSET else list(allowed_ips)),
+            ("rate_limit", rate_limit),
+            ("expires_at", expires_at),
+        )
+        body = {k: v for k, v in fields if v is not UNSET}
+        return self._client._one("tokens.update", Token, id=id, body=body, keep_nulls=True)
+
+    def revoke_all(self, *, idempotency_key: Optional[str] = None) -> List[Token]:
+        """POST /v1/tokens/revoke_all: the kill switch. Revokes every active token of the account
+        (one ``token.revoked`` event each) and returns them."""
+        raw = self._client._request("tokens.revoke_all", idempotency_key=idempotency_key)
+        return [from_json(Token, item, ID_FIELDS["tokens"]) for item in raw.get("data", [])]
 
 
 class Keys:
@@ -292,6 +332,14 @@ class Webhooks:
         """GET /v1/webhooks/:id"""
         return self._client._one("webhooks.get", Webhook, id=id)
 
+    def deliveries(
+        self, id: str, *, limit: Optional[int] = None, cursor: Optional[str] = None
+    ) -> Page[Delivery]:
+        """GET /v1/webhooks/:id/deliveries: recent deliveries and their outcome, newest first."""
+        return self._client._list(
+            "webhooks.deliveries", Delivery, {"limit": limit, "cursor": cursor}, id=id, item_resource="deliveries"
+        )
+
     def delete(self, id: str) -> Webhook:
         """DELETE /v1/webhooks/:id"""
         return self._client._one("webhooks.delete", Webhook, id=id)
@@ -329,11 +377,12 @@ class Logs:
         *,
         token_id: Optional[str] = None,
         authorized: Optional[bool] = None,
+        status: Optional[str] = None,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
     ) -> Page[RequestLog]:
-        """GET /v1/logs"""
-        query = {"token_id": token_id, "authorized": authorized, "limit": limit, "cursor": cursor}
+        """GET /v1/logs. ``status``: one HTTP status (``"429"``) or a class (``"4xx"``)."""
+        query = {"token_id": token_id, "authorized": authorized, "status": status, "limit": limit, "cursor": cursor}
         return self._client._list("logs.list", RequestLog, query)
 
 
@@ -358,6 +407,19 @@ class Providers:
     def list(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> Page[Provider]:
         """GET /v1/providers"""
         return self._client._list("providers.list", Provider, {"limit": limit, "cursor": cursor})
+
+
+class UsageResource:
+    def __init__(self, client: TokenProxy) -> None:
+        self._client = client
+
+    def get(self, *, window: Optional[str] = None, bucket: Optional[str] = None) -> Usage:
+        """GET /v1/usage: forwarded and refused requests per bucket (``1h``/``1d``) over the window
+        (``24h``/``7d``)."""
+        raw = self._client._request("usage.get", query={"window": window, "bucket": bucket})
+        usage = from_json(Usage, raw)
+        buckets = [from_json(UsageBucket, b) for b in raw.get("buckets", [])]
+        return dataclasses.replace(usage, buckets=buckets, refused_by_reason=dict(raw.get("refused_by_reason", {})))
 
 
 # -- helpers ---------------------------------------------------------------------------------------

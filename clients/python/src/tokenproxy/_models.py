@@ -181,3 +181,41 @@ class RequestLog:
     #: The proxy's own error code when it refused or failed the request; ``None`` when forwarded
     #: (and from servers older than this field).
     error_code: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One delivery of an event to a webhook endpoint."""
+
+    id: str
+    event_id: str
+    event_type: str
+    #: ``pending``, ``delivered`` or ``failed``.
+    status: str
+    attempts: int
+    last_error: Optional[str]
+    created_at: str
+    completed_at: Optional[str]
+
+
+@dataclass(frozen=True)
+class UsageBucket:
+    start: str
+    forwarded: int
+    refused: int
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Forwarded and refused requests over a window (GET /v1/usage), from per-hour counts."""
+
+    window: str
+    bucket: str
+    start: str
+    end: str
+    forwarded: int
+    refused: int
+    #: Refusals by reason: ``origin_or_ip_not_allowed``, ``ip_backoff``, ``rate_or_quota_limit``, …
+    refused_by_reason: Dict[str, int]
+    #: Oldest first, one per bucket, empty buckets included.
+    buckets: List[UsageBucket]

@@ -11,6 +11,8 @@ ROUTES: Dict[str, Tuple[str, str]] = {
     "tokens.list": ("GET", "/tokens"),
     "tokens.get": ("GET", "/tokens/:id"),
     "tokens.revoke": ("DELETE", "/tokens/:id"),
+    "tokens.update": ("PATCH", "/tokens/:id"),
+    "tokens.revoke_all": ("POST", "/tokens/revoke_all"),
     "keys.create": ("POST", "/keys"),
     "keys.list": ("GET", "/keys"),
     "keys.get": ("GET", "/keys/:id"),
@@ -20,12 +22,14 @@ ROUTES: Dict[str, Tuple[str, str]] = {
     "webhooks.list": ("GET", "/webhooks"),
     "webhooks.get": ("GET", "/webhooks/:id"),
     "webhooks.delete": ("DELETE", "/webhooks/:id"),
+    "webhooks.deliveries": ("GET", "/webhooks/:id/deliveries"),
     "events.list": ("GET", "/events"),
     "anomalies.list": ("GET", "/anomalies"),
     "logs.list": ("GET", "/logs"),
     "account.get": ("GET", "/account"),
     "account.update": ("PATCH", "/account"),
     "providers.list": ("GET", "/providers"),
+    "usage.get": ("GET", "/usage"),
 }
 
 # The one naming exception, as in the Node.js library: the field that identifies an object itself
@@ -35,5 +39,6 @@ ID_FIELDS: Dict[str, str] = {
     "keys": "key_id",
     "webhooks": "webhook_id",
     "anomalies": "anomaly_id",
+    "deliveries": "delivery_id",
     "account": "account_id",
 }

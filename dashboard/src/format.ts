@@ -1,0 +1,48 @@
+/** Display helpers. Everything returns plain strings: Preact renders them as text, never as HTML. */
+
+export function when(iso: string | null): string {
+  if (iso === null) return '—';
+  const d = new Date(iso);
+  const seconds = Math.round((Date.now() - d.getTime()) / 1000);
+  if (seconds >= 0 && seconds < 60) return 'just now';
+  if (seconds >= 0 && seconds < 3600) return `${Math.floor(seconds / 60)} min ago`;
+  if (seconds >= 0 && seconds < 86400) return `${Math.floor(seconds / 3600)} h ago`;
+  return dateTime(iso);
+}
+
+export function dateTime(iso: string): string {
+  return new Date(iso).toLocaleString(undefined, {
+    year: 'numeric',
+    month: 'short',
+    day: 'numeric',
+    hour: '2-digit',
+    minute: '2-digit',
+  });
+}
+
+export function count(n: number): string {
+  return n.toLocaleString('en-US');
+}
+
+export const REASON_LABELS: Record<string, string> = {
+  origin_or_ip_not_allowed: 'Origin or IP not allowed',
+  ip_backoff: 'IP in backoff',
+  rate_or_quota_limit: 'Rate limit or quota',
+  token_revoked_or_expired: 'Revoked or expired token',
+  provider_mismatch: 'Wrong provider',
+  upstream_error: 'Provider unreachable',
+  other: 'Other',
+  origin_not_allowed: 'Origin not allowed',
+  ip_not_allowed: 'IP not allowed',
+};
+
+export function reasonLabel(reason: string): string {
+  return REASON_LABELS[reason] ?? reason;
+}
+
+export function lines(text: string): string[] {
+  return text
+    .split(/[\n,]/)
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}

@@ -1,0 +1,109 @@
+import 'uplot/dist/uPlot.min.css';
+import './styles.css';
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { api, whenSignedOut, type Account } from './api';
+import { navigate, useLocation, VIEWS } from './router';
+import { SignIn } from './views/sign-in';
+import { Overview } from './views/overview';
+import { Tokens } from './views/tokens';
+import { Anomalies } from './views/anomalies';
+import { Logs } from './views/logs';
+import { Keys } from './views/keys';
+import { Webhooks } from './views/webhooks';
+import { Settings } from './views/settings';
+
+type State = { kind: 'loading' } | { kind: 'signed-out' } | { kind: 'signed-in'; account: Account };
+
+function App() {
+  const [state, setState] = useState<State>({ kind: 'loading' });
+  const signedIn = async () =>
+    setState({ kind: 'signed-in', account: await api<Account>('GET', '/account') });
+
+  useEffect(() => {
+    whenSignedOut(() => setState({ kind: 'signed-out' }));
+    signedIn().catch(() => setState({ kind: 'signed-out' }));
+  }, []);
+
+  if (state.kind === 'loading') return <div class="boot" aria-busy="true" />;
+  if (state.kind === 'signed-out') return <SignIn onSignedIn={signedIn} />;
+  return (
+    <Shell
+      account={state.account}
+      onAccount={(account) => setState({ kind: 'signed-in', account })}
+      onSignedOut={() => setState({ kind: 'signed-out' })}
+    />
+  );
+}
+
+function Shell(props: { account: Account; onAccount: (a: Account) => void; onSignedOut: () => void }) {
+  const { path, params } = useLocation();
+  const view = VIEWS.find((v) => v.path === path) ?? VIEWS[0];
+  useEffect(() => {
+    document.title = `${view.name} · tokenproxy`;
+  }, [view.name]);
+
+  return (
+    <div class="shell">
+      <header class="topbar">
+        <a
+          class="brand"
+          href="/"
+          onClick={(e) => {
+            e.preventDefault();
+            navigate('/');
+          }}
+        >
+          <span class="brand-mark" aria-hidden="true" />
+          tokenproxy
+        </a>
+        <div class="account">
+          <span class="account-name" title="Account">
+            {props.account.name}
+          </span>
+          <span class="plan">{props.account.plan}</span>
+          <button
+            type="button"
+            class="button ghost"
+            onClick={async () => {
+              await api('DELETE', '/session').catch(() => undefined);
+              props.onSignedOut();
+            }}
+          >
+            Sign out
+          </button>
+        </div>
+      </header>
+      <nav class="nav" aria-label="Dashboard">
+        <ul>
+          {VIEWS.map((v) => (
+            <li key={v.path}>
+              <a
+                href={v.path}
+                aria-current={v.path === view.path ? 'page' : undefined}
+                onClick={(e) => {
+                  e.preventDefault();
+                  navigate(v.path);
+                }}
+              >
+                {v.name}
+              </a>
+            </li>
+          ))}
+        </ul>
+      </nav>
+      <main class="main">
+        {view.path === '/' && <Overview account={props.account} />}
+        {view.path === '/tokens' && <Tokens account={props.account} />}
+        {view.path === '/anomalies' && <Anomalies tokenId={params.get('token_id') ?? undefined} />}
+        {view.path === '/logs' && <Logs />}
+        {view.path === '/keys' && <Keys />}
+        {view.path === '/webhooks' && <Webhooks />}
+        {view.path === '/settings' && <Settings account={props.account} onAccount={props.onAccount} />}
+      </main>
+    </div>
+  );
+}
+
+const root = document.getElementById('app');
+if (root !== null) render(<App />, root);

@@ -1,0 +1,118 @@
+import { useState } from 'preact/hooks';
+import { api, query, type List, type LogRecord, type Token } from '../api';
+import { dateTime } from '../format';
+import { Alert, Empty, PageHeader, Pager, useLoad } from '../ui';
+
+export function Logs() {
+  const [tokenId, setTokenId] = useState('');
+  const [authorized, setAuthorized] = useState('');
+  const [status, setStatus] = useState('');
+  const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
+  const cursor = cursors[cursors.length - 1];
+  const tokens = useLoad(() => api<List<Token>>('GET', '/tokens?limit=100'));
+  const names = new Map((tokens.data?.data ?? []).map((t) => [t.token_id, t.name]));
+  const { data, error } = useLoad(
+    () =>
+      api<List<LogRecord>>(
+        'GET',
+        `/logs${query({ limit: 50, token_id: tokenId, authorized, status, cursor })}`,
+      ),
+    [tokenId, authorized, status, cursor],
+  );
+  const reset = () => setCursors([undefined]);
+  const rows = data?.data ?? [];
+
+  return (
+    <section>
+      <PageHeader title="Logs" lead="Every request the proxy handled for your tokens, newest first." />
+      <form class="filters" onSubmit={(e) => e.preventDefault()} aria-label="Filters">
+        <label class="field">
+          <span>Token</span>
+          <select value={tokenId} onChange={(e) => (setTokenId(e.currentTarget.value), reset())}>
+            <option value="">All tokens</option>
+            {(tokens.data?.data ?? []).map((t) => (
+              <option key={t.token_id} value={t.token_id}>
+                {t.name}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label class="field">
+          <span>Outcome</span>
+          <select value={authorized} onChange={(e) => (setAuthorized(e.currentTarget.value), reset())}>
+            <option value="">Authorized and refused</option>
+            <option value="true">Authorized</option>
+            <option value="false">Refused (origin or IP)</option>
+          </select>
+        </label>
+        <label class="field">
+          <span>Status</span>
+          <select value={status} onChange={(e) => (setStatus(e.currentTarget.value), reset())}>
+            <option value="">Any status</option>
+            <option value="2xx">2xx success</option>
+            <option value="4xx">4xx refused or client error</option>
+            <option value="5xx">5xx provider error</option>
+          </select>
+        </label>
+      </form>
+      {error !== null && <Alert>{error}</Alert>}
+      <div class="card flush">
+        {data !== undefined && rows.length === 0 ? (
+          <Empty>No requests match.</Empty>
+        ) : (
+          <div class="table-wrap">
+            <table class="table" aria-label="Request log">
+              <thead>
+                <tr>
+                  <th scope="col">Time</th>
+                  <th scope="col">Token</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Origin</th>
+                  <th scope="col">IP</th>
+                  <th scope="col">Path</th>
+                  <th scope="col" class="num">
+                    Added latency
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {rows.map((r) => (
+                  <tr key={r.request_id}>
+                    <td data-label="Time">{dateTime(r.timestamp)}</td>
+                    <td data-label="Token">
+                      {r.token_id === null ? '(no token)' : (names.get(r.token_id) ?? '(deleted)')}
+                    </td>
+                    <td data-label="Status">
+                      <span class={`badge ${r.status < 400 ? 'badge-active' : 'badge-revoked'}`}>
+                        {r.status}
+                      </span>
+                      {!r.authorized && <span class="muted"> refused</span>}
+                    </td>
+                    <td data-label="Origin">
+                      <code class="wrap">{r.origin ?? '(none)'}</code>
+                    </td>
+                    <td data-label="IP">
+                      <code>{r.ip}</code>
+                    </td>
+                    <td data-label="Path">
+                      <code class="wrap">{r.path}</code>
+                    </td>
+                    <td class="num" data-label="Added latency">
+                      {r.latency_ms} ms
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </div>
+      <Pager
+        page={cursors.length - 1}
+        hasMore={data?.has_more ?? false}
+        onFirst={reset}
+        onNext={() => data?.next_cursor && setCursors([...cursors, data.next_cursor])}
+      />
+    </section>
+  );
+}

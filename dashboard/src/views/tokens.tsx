@@ -1,0 +1,215 @@
+import { useRef, useState } from 'preact/hooks';
+import { api, type Account, type List, type Token } from '../api';
+import { count, when } from '../format';
+import { Alert, ConfirmDialog, Empty, PageHeader, StatusBadge, useLoad } from '../ui';
+import { CreateTokenDialog, EditTokenDialog } from './token-form';
+
+type Dialog =
+  | { kind: 'create' }
+  | { kind: 'edit'; token: Token }
+  | { kind: 'revoke'; token: Token }
+  | { kind: 'revoke-all' }
+  | null;
+
+export function Tokens(props: { account: Account }) {
+  const { data, error, reload } = useLoad(() => api<List<Token>>('GET', '/tokens?limit=100'));
+  const [dialog, setDialog] = useState<Dialog>(null);
+  const [created, setCreated] = useState<(Token & { sanitized_key: string }) | null>(null);
+  const [notice, setNotice] = useState<string | null>(null);
+  const tokens = data?.data ?? [];
+  const active = tokens.filter((t) => t.status === 'active');
+
+  return (
+    <section>
+      <PageHeader
+        title="Tokens"
+        lead="Sanitized tokens bound to your hosts. Revoking one takes effect on its next request."
+      >
+        <button type="button" class="button primary" onClick={() => setDialog({ kind: 'create' })}>
+          Create token
+        </button>
+        <button
+          type="button"
+          class="button danger-outline"
+          disabled={active.length === 0}
+          onClick={() => setDialog({ kind: 'revoke-all' })}
+        >
+          Revoke all tokens
+        </button>
+      </PageHeader>
+      {error !== null && <Alert>{error}</Alert>}
+      {notice !== null && <Alert kind="success">{notice}</Alert>}
+      {created !== null && <CreatedToken token={created} onDone={() => setCreated(null)} />}
+      <div class="card flush">
+        {data !== undefined && tokens.length === 0 ? (
+          <Empty>No tokens yet. Create one to hand out instead of your real key.</Empty>
+        ) : (
+          <div class="table-wrap">
+            <table class="table" aria-label="Tokens">
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">Token</th>
+                  <th scope="col">Provider</th>
+                  <th scope="col">Allowed hosts</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Last used</th>
+                  <th scope="col" class="num">
+                    Requests
+                  </th>
+                  <th scope="col">
+                    <span class="sr-only">Actions</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {tokens.map((t) => (
+                  <tr key={t.token_id}>
+                    <td class="strong" data-label="Name">
+                      {t.name}
+                    </td>
+                    <td data-label="Token">
+                      <code class="hint">{t.sanitized_key_hint}</code>
+                    </td>
+                    <td data-label="Provider">{t.target_provider}</td>
+                    <td data-label="Allowed hosts">
+                      <ul class="chips">
+                        {t.authorized_origins.map((o) => (
+                          <li key={o}>{o}</li>
+                        ))}
+                      </ul>
+                    </td>
+                    <td data-label="Status">
+                      <StatusBadge status={t.status} />
+                    </td>
+                    <td data-label="Last used">{when(t.last_used_at)}</td>
+                    <td class="num" data-label="Requests">
+                      {count(t.request_count)}
+                    </td>
+                    <td class="actions">
+                      <button
+                        type="button"
+                        class="button small"
+                        onClick={() => setDialog({ kind: 'edit', token: t })}
+                      >
+                        Edit
+                      </button>
+                      {t.status === 'active' && (
+                        <button
+                          type="button"
+                          class="button small danger-outline"
+                          aria-label={`Revoke ${t.name}`}
+                          onClick={() => setDialog({ kind: 'revoke', token: t })}
+                        >
+                          Revoke
+                        </button>
+                      )}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </div>
+
+      {dialog?.kind === 'create' && (
+        <CreateTokenDialog
+          onClose={() => setDialog(null)}
+          onCreated={(token) => {
+            setDialog(null);
+            setCreated(token);
+            void reload();
+          }}
+        />
+      )}
+      {dialog?.kind === 'edit' && (
+        <EditTokenDialog
+          token={dialog.token}
+          onClose={() => setDialog(null)}
+          onSaved={(token) => {
+            setDialog(null);
+            setNotice(`Saved ${token.name}. The change applies to its next request.`);
+            void reload();
+          }}
+        />
+      )}
+      {dialog?.kind === 'revoke' && (
+        <ConfirmDialog
+          title="Revoke this token?"
+          confirmLabel="Revoke token"
+          onClose={() => setDialog(null)}
+          onConfirm={async () => {
+            await api('DELETE', `/tokens/${encodeURIComponent(dialog.token.token_id)}`);
+            setNotice(`Revoked ${dialog.token.name}.`);
+            await reload();
+          }}
+        >
+          <p>
+            <strong>{dialog.token.name}</strong> (<code>{dialog.token.sanitized_key_hint}</code>) stops
+            working on its next request. This cannot be undone.
+          </p>
+        </ConfirmDialog>
+      )}
+      {dialog?.kind === 'revoke-all' && (
+        <ConfirmDialog
+          title="Revoke all tokens?"
+          confirmLabel="Revoke all tokens"
+          confirmText={props.account.name}
+          onClose={() => setDialog(null)}
+          onConfirm={async () => {
+            const result = await api<List<Token>>('POST', '/tokens/revoke_all');
+            setNotice(`Revoked ${result.data.length} token${result.data.length === 1 ? '' : 's'}.`);
+            await reload();
+          }}
+        >
+          <p>
+            The kill switch: every active token of this account ({active.length}) stops working at once. Your
+            real keys stay stored; create new tokens afterwards.
+          </p>
+        </ConfirmDialog>
+      )}
+    </section>
+  );
+}
+
+/** The sanitized token, shown this once; it is dropped from memory when the user closes the panel. */
+function CreatedToken(props: { token: Token & { sanitized_key: string }; onDone: () => void }) {
+  const [copied, setCopied] = useState(false);
+  const field = useRef<HTMLInputElement>(null);
+  return (
+    <div class="card created" role="status">
+      <h2>Token created: copy it now</h2>
+      <p class="muted">This is the only time the full token is shown. Store it where your app reads it.</p>
+      <div class="copy-row">
+        <input
+          ref={field}
+          readOnly
+          value={props.token.sanitized_key}
+          aria-label="New sanitized token"
+          spellcheck={false}
+        />
+        <button
+          type="button"
+          class="button primary"
+          onClick={async () => {
+            try {
+              await navigator.clipboard.writeText(props.token.sanitized_key);
+            } catch {
+              field.current?.select();
+            }
+            setCopied(true);
+          }}
+        >
+          {copied ? 'Copied' : 'Copy'}
+        </button>
+      </div>
+      <p class="muted">
+        Base URL for your SDK: <code>{props.token.proxy_base_url}</code>
+      </p>
+      <button type="button" class="button" onClick={props.onDone}>
+        Done
+      </button>
+    </div>
+  );
+}

@@ -1,0 +1,48 @@
+import { TokenProxyError } from '../../errors/tokenproxy-error.js';
+import { parseAllowedHosts } from '../../rules/allowed-hosts.js';
+import { parseWindow } from '../../rules/duration.js';
+import { parseAllowedIps } from '../../rules/ip-match.js';
+import type { RateLimit } from '../../store/records.js';
+
+/** Checks of a token's editable fields, shared by create (POST) and edit (PATCH); errors name the field. */
+
+export function allowedHostsField(value: readonly string[]): string[] {
+  const hosts = parseAllowedHosts(value);
+  if (!hosts.ok) {
+    throw new TokenProxyError('invalid_parameter', hosts.message, {
+      param: hosts.index === null ? 'allowed_hosts' : `allowed_hosts[${hosts.index}]`,
+    });
+  }
+  return hosts.value;
+}
+
+export function allowedIpsField(value: readonly string[]): string[] {
+  const parsed = parseAllowedIps(value);
+  if (!parsed.ok) {
+    throw new TokenProxyError('invalid_parameter', parsed.message, {
+      param: parsed.index === null ? 'allowed_ips' : `allowed_ips[${parsed.index}]`,
+    });
+  }
+  return parsed.value;
+}
+
+export function rateLimitField(value: { requests: number; window: string }): RateLimit {
+  const w = parseWindow(value.window);
+  if (!w.ok) {
+    throw new TokenProxyError('invalid_parameter', `Invalid field "rate_limit.window": ${w.message}`, {
+      param: 'rate_limit.window',
+    });
+  }
+  return { requests: value.requests, window: w.canonical };
+}
+
+/** A future instant, normalised to ISO with milliseconds. */
+export function expiresAtField(value: string, now: Date): string {
+  const t = Date.parse(value);
+  if (!(t > now.getTime())) {
+    throw new TokenProxyError('invalid_parameter', 'Invalid field "expires_at": it must be in the future.', {
+      param: 'expires_at',
+    });
+  }
+  return new Date(t).toISOString();
+}

@@ -1,0 +1,62 @@
+import type { UsageRollup } from '../store/dashboard-records.js';
+import type { RequestLogRecord } from './record.js';
+
+/** The outcome a forwarded request is counted under. */
+export const FORWARDED = 'forwarded';
+
+/**
+ * Why the proxy refused a request of a known token, from what the record keeps (status and whether
+ * the origin/IP check passed; the record has no error code). The names are the Overview's labels and
+ * the keys of GET /v1/usage's `refused_by_reason`.
+ */
+export type RefusalReason =
+  | 'origin_or_ip_not_allowed'
+  | 'ip_backoff'
+  | 'rate_or_quota_limit'
+  | 'token_revoked_or_expired'
+  | 'provider_mismatch'
+  | 'upstream_error'
+  | 'other';
+
+export const REFUSAL_REASONS: readonly RefusalReason[] = [
+  'origin_or_ip_not_allowed',
+  'ip_backoff',
+  'rate_or_quota_limit',
+  'token_revoked_or_expired',
+  'provider_mismatch',
+  'upstream_error',
+  'other',
+];
+
+export function refusalReason(status: number, authorized: boolean): RefusalReason {
+  if (status === 403) return 'origin_or_ip_not_allowed';
+  if (status === 429) return authorized ? 'rate_or_quota_limit' : 'ip_backoff';
+  if (status === 401) return 'token_revoked_or_expired';
+  if (status === 400) return 'provider_mismatch';
+  if (status === 502 || status === 504) return 'upstream_error';
+  return 'other';
+}
+
+/** Start of the UTC hour of an ISO timestamp, as ISO text (string slicing: no Date per record). */
+export function hourOf(timestamp: string): string {
+  return `${timestamp.slice(0, 13)}:00:00.000Z`;
+}
+
+/**
+ * A batch's records counted per account, hour and outcome. Records of no known account (an unknown
+ * token) belong to nobody's Overview and are left out.
+ */
+export function rollupsOf(batch: readonly RequestLogRecord[]): UsageRollup[] {
+  const counts = new Map<string, { accountId: string; hour: string; outcome: string; requests: number }>();
+  for (const record of batch) {
+    const { accountId } = record;
+    if (accountId === null) continue;
+    const hour = hourOf(record.timestamp);
+    const outcome = record.forwarded ? FORWARDED : refusalReason(record.status, record.authorized);
+    const key = `${accountId} ${hour} ${outcome}`;
+    const entry = counts.get(key);
+    if (entry === undefined) counts.set(key, { accountId, hour, outcome, requests: 1 });
+    else entry.requests += 1;
+  }
+  return [...counts.values()];
+}
