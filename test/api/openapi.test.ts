@@ -255,7 +255,15 @@ for (const fixture of databases) {
     it('declares limit as an integer from 1 to 100 on every list', () => {
       const lists = operations().filter(({ op }) => op.parameters?.some((p) => p.name === 'cursor'));
       expect(lists.map((l) => l.route).sort()).toEqual(
-        ['GET /tokens', 'GET /keys', 'GET /logs', 'GET /anomalies', 'GET /webhooks', 'GET /events'].sort(),
+        [
+          'GET /tokens',
+          'GET /keys',
+          'GET /logs',
+          'GET /anomalies',
+          'GET /webhooks',
+          'GET /webhooks/{id}/deliveries',
+          'GET /events',
+        ].sort(),
       );
       for (const { route, op } of lists) {
         const limit = op.parameters?.find((p) => p.name === 'limit' && p.in === 'query');

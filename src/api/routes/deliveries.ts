@@ -28,6 +28,7 @@ export function deliveryRoutes(app: ApiServer, deps: ApiDeps): void {
     {
       schema: {
         tags: ['webhooks'],
+        operationId: 'listWebhookDeliveries',
         summary: 'Deliveries to a webhook endpoint and their outcome, newest first',
         params: IdParams,
         querystring: Type.Object(ListQuery, { additionalProperties: false }),

@@ -17,6 +17,7 @@ export function tokenChangeRoutes(app: ApiServer, deps: ApiDeps): void {
     {
       schema: {
         tags: TAG,
+        operationId: 'updateToken',
         summary: 'Edit a token: name, allowed hosts and IPs, rate limit, expiry',
         params: IdParams,
         body: PatchTokenBody,
@@ -58,6 +59,7 @@ export function tokenChangeRoutes(app: ApiServer, deps: ApiDeps): void {
     {
       schema: {
         tags: TAG,
+        operationId: 'revokeAllTokens',
         summary: 'Revoke every active token of the account (the kill switch)',
         response: { 200: listOf(TokenObject) },
       },

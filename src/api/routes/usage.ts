@@ -13,6 +13,7 @@ export function usageRoutes(app: ApiServer, deps: ApiDeps): void {
     {
       schema: {
         tags: ['usage'],
+        operationId: 'getUsage',
         summary: 'Forwarded and refused requests over a window, in buckets',
         querystring: UsageQuery,
         response: { 200: UsageObject },
