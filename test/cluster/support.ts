@@ -70,7 +70,7 @@ export function alive(pid: number): boolean {
 
 export async function until<T>(
   what: string,
-  probe: () => Promise<T | undefined>,
+  probe: () => T | undefined | Promise<T | undefined>,
   timeoutMs = 60_000,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;

@@ -190,7 +190,7 @@ describe('serve --workers 2 (the real binary)', () => {
     // Node's round-robin hands out connections until the primary sees the worker gone (a connection
     // handed over at that instant is lost with it, docs/workers.md); from then on the survivor
     // takes everything while the replacement starts.
-    await until('the primary to notice', async () =>
+    await until('the primary to notice', () =>
       server.stdout().includes(`"pid":${victim},"code":null,"signal":"SIGKILL"`) ? true : undefined,
     );
     for (let i = 0; i < 4; i++) expect((await stream(2, 0)).status).toBe(200);
