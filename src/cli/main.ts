@@ -136,6 +136,19 @@ async function serve(opts: Record<string, unknown>, io: CliIo): Promise<number> 
     import('../server/start.js'),
   ]);
   const logger = createLogger(config.logLevel);
+  // `--workers N` (src/cluster): the primary supervises; the workers, forked from it, serve.
+  const { default: cluster } = await import('node:cluster');
+  if (cluster.isWorker)
+    return (await import('../cluster/worker.js')).runWorker(
+      config,
+      logger.child({ worker: cluster.worker?.id, pid: process.pid }),
+    );
+  if (config.workers > 1)
+    return (await import('../cluster/primary.js')).runPrimary(config, {
+      env: io.env,
+      logger,
+      print: io.stderr,
+    });
   const server = await startServer(config, { env: io.env, logger, print: io.stderr });
   return new Promise<number>((resolve) => {
     let stopping = false;

@@ -20,6 +20,14 @@ export function convertSetting(kind: SettingKind, raw: unknown): Converted {
         return { ok: false, accepted: 'a file system path' };
       }
       return { ok: true, value: raw };
+    case 'count_or_auto': {
+      const accepted = `a whole number from 1 to ${kind.max}, or auto (one per CPU)`;
+      if (raw === 'auto') return { ok: true, value: 'auto' };
+      const n =
+        typeof raw === 'number' ? raw : typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : NaN;
+      if (!Number.isInteger(n) || n < 1 || n > kind.max) return { ok: false, accepted };
+      return { ok: true, value: n };
+    }
     case 'port': {
       const accepted = 'an integer port from 0 to 65535 (0 picks a free port)';
       const n =

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { hostname } from 'node:os';
+import { availableParallelism, hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { PROVIDER_ID_PATTERN, parseProviderAuth, type Provider } from '../providers/providers.js';
@@ -48,6 +48,10 @@ export interface Config {
   /** The PKCS#11 settings, present exactly when `kek` is `pkcs11`. */
   readonly pkcs11: Pkcs11Settings | undefined;
   readonly drainTimeoutMs: number;
+  /** Serving processes (`auto` resolved to the CPU count); above 1, `serve` runs a primary (src/cluster). */
+  readonly workers: number;
+  /** Redis URL shared by a cluster's processes. */
+  readonly redis?: string | undefined;
   readonly logLevel: string;
   readonly providers: readonly Provider[];
   // ---- limits (src/limits, docs/limits.md) ----
@@ -219,6 +223,8 @@ export function loadConfig(input: ConfigInput): Config {
     kek: values.kek as 'local' | 'pkcs11',
     pkcs11: pkcs11From(values),
     drainTimeoutMs: values.drain_timeout as number,
+    workers: values.workers === 'auto' ? availableParallelism() : (values.workers as number),
+    redis: typeof values.redis === 'string' ? values.redis : undefined,
     logLevel: values.log_level as string,
     providers: parseProviders(file.providers, input.configFile),
     anomalySpikeFactor: values.anomaly_spike_factor as number,

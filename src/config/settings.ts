@@ -12,7 +12,9 @@ export type SettingKind =
   | { readonly type: 'duration' }
   | { readonly type: 'number'; readonly min: number; readonly max: number; readonly integer: boolean }
   | { readonly type: 'enum'; readonly values: readonly string[] }
-  | { readonly type: 'url'; readonly protocols: readonly string[] };
+  | { readonly type: 'url'; readonly protocols: readonly string[] }
+  /** A whole number from 1 to `max`, or `auto` (kept as the string; the loader resolves it). */
+  | { readonly type: 'count_or_auto'; readonly max: number };
 
 export interface SettingSpec {
   readonly name: string;
@@ -225,6 +227,20 @@ export const SETTINGS = [
     kind: { type: 'duration' },
     default: '10s',
     description: 'On SIGTERM/SIGINT, how long in-flight requests may finish before the process exits.',
+  },
+  {
+    name: 'workers',
+    kind: { type: 'count_or_auto', max: 256 },
+    default: 1,
+    description:
+      'Serving processes sharing both ports (`auto`: one per CPU). Above 1 a primary process supervises them; needs `redis` ([workers](docs/workers.md)).',
+  },
+  {
+    name: 'redis',
+    kind: { type: 'url', protocols: ['redis:', 'rediss:'] },
+    description:
+      'Redis URL shared by every process of a cluster (`redis://host:6379`). Required with `workers` above 1.',
+    secret: true,
   },
   {
     name: 'log_level',

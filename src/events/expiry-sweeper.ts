@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { JobLock } from '../cluster/job-lock.js';
 import type { Store } from '../store/store.js';
 import { tokenEvent } from './token-events.js';
 
@@ -10,6 +11,8 @@ export interface ExpirySweeperOptions {
   /** Read at each sweep: start-up knows the proxy's public URL only after the proxy has bound. */
   readonly publicProxyUrl: () => string;
   readonly onExpired: () => void;
+  /** Cluster-wide: one process sweeps at a time, the others skip their turn. */
+  readonly jobs: JobLock;
 }
 
 export interface ExpirySweeper {
@@ -19,11 +22,14 @@ export interface ExpirySweeper {
 }
 
 const BATCH = 100;
+/** The sweep's name in `job_leases`. */
+export const EXPIRY_SWEEP_JOB = 'expiry-sweep';
 
 /**
  * Marks tokens past `expires_at` as `expired` and emits `token.expired` for each, in one transaction
- * per batch. Several processes may sweep at once: the store skips rows another one is expiring, and
- * the update is conditional on `active`, so each token gets exactly one event.
+ * per batch. One process of a cluster sweeps at a time (the `expiry-sweep` job lease); should two
+ * ever overlap (a holder that lost the store mid-sweep), the store skips rows another one is
+ * expiring and the update is conditional on `active`, so each token still gets exactly one event.
  */
 export function startExpirySweeper(options: ExpirySweeperOptions): ExpirySweeper {
   let running: Promise<number> | undefined;
@@ -50,7 +56,10 @@ export function startExpirySweeper(options: ExpirySweeperOptions): ExpirySweeper
   }
 
   function sweep(): Promise<number> {
-    running ??= sweepOnce().finally(() => (running = undefined));
+    running ??= options.jobs
+      .runExclusive(EXPIRY_SWEEP_JOB, sweepOnce)
+      .then((result) => (result.ran ? result.value : 0))
+      .finally(() => (running = undefined));
     return running;
   }
 

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { createJobLock } from '../cluster/job-lock.js';
 import type { Config } from '../config/load.js';
 import type { ClaimedDelivery } from '../store/records.js';
 import type { Store } from '../store/store.js';
@@ -134,8 +135,11 @@ export function startEvents(options: StartEventsOptions): RunningEvents {
     emailTypes: mailer === undefined ? [] : EMAIL_EVENT_TYPES,
     onCommitted: nudge,
   });
+  // Cluster-wide jobs (the sweep) run in one process at a time; see src/cluster/job-lock.ts.
+  const jobs = createJobLock({ store, now });
   const sweeper = startExpirySweeper({
     store,
+    jobs,
     logger,
     now,
     intervalMs: config.expirySweepIntervalMs,
@@ -153,6 +157,7 @@ export function startEvents(options: StartEventsOptions): RunningEvents {
     close() {
       closing ??= (async () => {
         await sweeper.close();
+        await jobs.close();
         await worker.close();
         mailer?.close();
       })();

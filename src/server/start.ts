@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
 import { bootstrapDefaultAccount } from '../accounts/create-account.js';
 import { buildApiApp } from '../api/app.js';
 import { publicUrl, type Config } from '../config/load.js';
@@ -42,6 +43,11 @@ export interface StartOptions {
   /** Human-facing lines (banner, the first API key). Not the JSON log. */
   readonly print: (line: string) => void;
   readonly now?: () => Date;
+  /**
+   * Set in a `--workers` worker (src/cluster/worker.ts): the primary holds serve.lock and creates
+   * the first account, and GET /metrics serves the registry `metrics` returns (the whole service's).
+   */
+  readonly worker?: { readonly metrics: (local: Registry) => Registry } | undefined;
 }
 
 export async function startServer(config: Config, options: StartOptions): Promise<RunningServer> {
@@ -58,7 +64,7 @@ export async function startServer(config: Config, options: StartOptions): Promis
       'tightened the permissions of a data file that other users could read',
     );
   }
-  const lock = sqlite ? await acquireInstanceLock(config.dataDir, now()) : undefined;
+  const lock = sqlite && !options.worker ? await acquireInstanceLock(config.dataDir, now()) : undefined;
   const started: Array<() => Promise<void> | void> = [() => lock?.release()];
   const stopStarted = async (): Promise<void> => {
     for (const stop of started.reverse()) await stop();
@@ -180,7 +186,7 @@ async function startLocked(
       logger,
       https: tls ? { key: tls.key, cert: tls.cert } : undefined,
       version: VERSION,
-      metricsRegistry: metrics.registry,
+      metricsRegistry: options.worker?.metrics(metrics.registry) ?? metrics.registry,
     },
   );
   started.push(() => api.close());
@@ -190,7 +196,7 @@ async function startLocked(
 
   // Both ports are ours: only now can the first account be created without a failed start leaving
   // an account, and a printed key, behind.
-  const created = await bootstrapDefaultAccount(store, now());
+  const created = options.worker ? undefined : await bootstrapDefaultAccount(store, now());
   if (created) {
     print(`Created account "default" (${created.account.id}, plan free). Its API key, shown only this once:`);
     print(`  ${created.apiKey}`);

@@ -6,6 +6,7 @@ import { KyselyDeliveryRepo } from './kysely/deliveries.js';
 import { KyselyEventRepo } from './kysely/events.js';
 import { KyselyIdempotencyRepo } from './kysely/idempotency.js';
 import { KyselyKekRepo } from './kysely/kek-versions.js';
+import { KyselyJobLeaseRepo } from './kysely/job-leases.js';
 import { KyselyKeyRepo } from './kysely/keys.js';
 import { KyselyAnomalyRepo, KyselyRequestLogRepo } from './kysely/logs.js';
 import { KyselySessionRepo } from './kysely/sessions.js';
@@ -31,6 +32,7 @@ export class KyselyStore implements Store {
   readonly keks: KyselyKekRepo;
   readonly sessions: KyselySessionRepo;
   readonly usageRollups: KyselyUsageRollupRepo;
+  readonly jobLeases: KyselyJobLeaseRepo;
   private closing: Promise<void> | undefined;
 
   constructor(
@@ -51,6 +53,7 @@ export class KyselyStore implements Store {
     this.keks = new KyselyKekRepo(ctx);
     this.sessions = new KyselySessionRepo(ctx);
     this.usageRollups = new KyselyUsageRollupRepo(ctx);
+    this.jobLeases = new KyselyJobLeaseRepo(ctx);
   }
 
   async ping(): Promise<void> {

@@ -189,6 +189,13 @@ export interface UsageRollupsTable {
   requests: number;
 }
 
+export interface JobLeasesTable {
+  name: string;
+  /** The holding process (src/cluster/job-lock.ts). */
+  holder: string;
+  lease_until: string;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -204,6 +211,7 @@ export interface Database {
   kek_versions: KekVersionsTable;
   dashboard_sessions: DashboardSessionsTable;
   usage_rollups: UsageRollupsTable;
+  job_leases: JobLeasesTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;

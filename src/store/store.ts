@@ -35,6 +35,7 @@ export interface Store {
   readonly keks: KekRepo;
   readonly sessions: SessionRepo;
   readonly usageRollups: UsageRollupRepo;
+  readonly jobLeases: JobLeaseRepo;
   /** Resolves when the database answers a trivial query; rejects with StoreUnavailableError. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -416,4 +417,15 @@ export interface KekRepo {
    * rotated or deleted meanwhile is left as it is). Returns whether it was replaced.
    */
   replaceEnvelope(ref: EnvelopeRef, rewrapped: Buffer): Promise<boolean>;
+}
+
+/** Leases of cluster-wide jobs: one holder per name at a time (src/cluster/job-lock.ts). */
+export interface JobLeaseRepo {
+  /**
+   * Takes the lease of `name` for `holder` until `until` when it is free, expired at `now`, or
+   * already this holder's (a renewal), in one atomic statement. Resolves to whether `holder` has it.
+   */
+  acquire(name: string, holder: string, now: string, until: string): Promise<boolean>;
+  /** Gives the lease up if `holder` still has it. */
+  release(name: string, holder: string): Promise<void>;
 }

@@ -19,6 +19,7 @@ describe('convertSetting', () => {
   const duration: SettingKind = { type: 'duration' };
   const pg: SettingKind = { type: 'url', protocols: ['postgres:', 'postgresql:'] };
   const level: SettingKind = { type: 'enum', values: ['info', 'debug'] };
+  const workers: SettingKind = { type: 'count_or_auto', max: 256 };
   it.each([
     [port, '8443', 8443],
     [port, 8443, 8443],
@@ -32,6 +33,10 @@ describe('convertSetting', () => {
     [pg, 'postgres://u@h/db', 'postgres://u@h/db'],
     [pg, 'postgresql://h:5433/db', 'postgresql://h:5433/db'],
     [level, 'debug', 'debug'],
+    [workers, '1', 1],
+    [workers, '256', 256],
+    [workers, 4, 4],
+    [workers, 'auto', 'auto'],
   ] as const)('%o accepts %o', (kind, raw, value) => {
     expect(convertSetting(kind, raw)).toEqual({ ok: true, value });
   });
@@ -49,6 +54,12 @@ describe('convertSetting', () => {
     [pg, 'not a url'],
     [level, 'loud'],
     [level, 3],
+    [workers, '0'],
+    [workers, '257'],
+    [workers, 'abc'],
+    [workers, 2.5],
+    [workers, 'AUTO'],
+    [workers, true],
   ] as const)('%o refuses %o and says what is accepted', (kind, raw) => {
     const result = convertSetting(kind, raw);
     expect(result.ok).toBe(false);
@@ -67,6 +78,8 @@ describe('loadConfig', () => {
       database: undefined,
       insecureHttp: false,
       drainTimeoutMs: 10_000,
+      workers: 1,
+      redis: undefined,
       logLevel: 'info',
       logRequests: false,
       trustProxy: [],
@@ -92,6 +105,12 @@ describe('loadConfig', () => {
       log_level: 'file',
       drain_timeout: 'default',
     });
+  });
+
+  it('workers: auto is one per CPU; a number from the file is taken as is', () => {
+    expect(loadConfig({ flags: { workers: 'auto' }, env: {} }).workers).toBe(os.availableParallelism());
+    expect(loadConfig({ flags: {}, env: {}, configFile: configFile({ workers: 3 }) }).workers).toBe(3);
+    expect(loadConfig({ flags: {}, env: { TOKENPROXY_WORKERS: '2' } }).workers).toBe(2);
   });
 
   it('is frozen', () => {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../../src/accounts/create-account.js';
+import { CLAIM_WINDOW } from '../../src/store/kysely/deliveries.js';
 import { newId } from '../../src/ids/formats.js';
 import type { ClaimFilter, Store } from '../../src/store/store.js';
 import { databases, type OpenedDatabase } from '../support/databases.js';
@@ -83,6 +84,57 @@ for (const fixture of databases) {
       expect((await claim(100)).sort()).toEqual(
         ['wa1@1', 'wa1@2', 'wa1@3', 'wa2@1', 'wa2@2', 'wa2@3', 'wb1@4'].sort(),
       );
+    });
+  });
+}
+
+for (const fixture of databases) {
+  describe.skipIf(!fixture.available)(`claims rank a bounded window of due rows (${fixture.name})`, () => {
+    let db: OpenedDatabase;
+    let deep = '';
+    let other = '';
+
+    beforeAll(async () => {
+      db = await fixture.create();
+      const store = db.store;
+      deep = (await createAccount(store, 'deep', 'unlimited', new Date(T0))).account.id;
+      other = (await createAccount(store, 'other', 'unlimited', new Date(T0))).account.id;
+      for (const accountId of [deep, other])
+        await store.webhooks.create({
+          id: newId('webhook'),
+          accountId,
+          url: `https://${accountId.toLowerCase()}.example.com/hook`,
+          events: ['*'],
+          secret: Buffer.alloc(16),
+          createdAt: at(0),
+        });
+      // A backlog deeper than the window, all older than the other account's one delivery.
+      await store.events.append(
+        Array.from({ length: CLAIM_WINDOW + 20 }, (_, i) => ({
+          id: newId('event'),
+          accountId: deep,
+          type: 'anomaly.detected' as const,
+          createdAt: at(1 + i / 100),
+          data: { i },
+        })),
+        { emailTypes: [] },
+      );
+      await store.events.append(
+        [{ id: newId('event'), accountId: other, type: 'anomaly.detected', createdAt: at(50), data: {} }],
+        { emailTypes: [] },
+      );
+    });
+    afterAll(async () => {
+      await db?.cleanup();
+    });
+
+    it('sees only the oldest rows, yet reaches the account behind the backlog once the deep one is at its cap', async () => {
+      const accounts = async (filter: ClaimFilter) =>
+        (await db.store.deliveries.claim(NOW, NOW, 10, filter)).map((d) => d.event.accountId);
+      // The other account's delivery lies beyond the window: only the deep backlog is ranked.
+      expect(new Set(await accounts({ perAccount: 1 }))).toEqual(new Set([deep]));
+      // The worker's next claim excludes the account at its cap before the window is taken.
+      expect(await accounts({ perAccount: 1, skipAccounts: [deep] })).toEqual([other]);
     });
   });
 }

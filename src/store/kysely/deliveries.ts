@@ -5,6 +5,12 @@ import type { ClaimFilter, DeliveryOutcome, DeliveryRepo, DisablePolicy } from '
 import type { RepoContext } from './context.js';
 import { newestFirstPage, parseEventData, toWebhook } from './rows.js';
 
+/**
+ * Due deliveries one claim looks at, oldest first. Far above what one claim takes (a lane's free
+ * slots, at most 16), so the round-robin still sees many accounts among them.
+ */
+export const CLAIM_WINDOW = 500;
+
 function isChannel(value: string): value is DeliveryChannel {
   return value === 'webhook' || value === 'email';
 }
@@ -58,15 +64,30 @@ export class KyselyDeliveryRepo implements DeliveryRepo {
       // in turns (`turn`), so an account with a deep backlog takes one turn like any other. The
       // chosen rows are then locked, skipping those another process holds (FOR UPDATE cannot
       // stand beside window functions in PostgreSQL).
+      // Bounded: only the oldest due rows are ranked (deliveries_due_idx gives them in order), so a
+      // deep backlog costs each claim the same. Accounts and endpoints at their cap are filtered out
+      // before the window, so the worker's next claim (it claims until its lane is full) reaches the
+      // accounts behind them.
+      const window = due(trx)
+        .select([
+          'deliveries.id as id',
+          'deliveries.account_id as account_id',
+          'deliveries.webhook_id as webhook_id',
+          'deliveries.next_attempt_at as next_attempt_at',
+        ])
+        .orderBy('deliveries.next_attempt_at')
+        .orderBy('deliveries.id')
+        .limit(Math.max(CLAIM_WINDOW, limit));
       const perEndpoint = trx
         .selectFrom(
-          due(trx)
+          trx
+            .selectFrom(window.as('w'))
             .select([
-              'deliveries.id as id',
-              'deliveries.account_id as account_id',
-              'deliveries.next_attempt_at as next_attempt_at',
+              'w.id as id',
+              'w.account_id as account_id',
+              'w.next_attempt_at as next_attempt_at',
               // An e-mail has no endpoint: each is its own partition.
-              sql<number>`row_number() over (partition by coalesce(deliveries.webhook_id, deliveries.id) order by deliveries.next_attempt_at, deliveries.id)`.as(
+              sql<number>`row_number() over (partition by coalesce(w.webhook_id, w.id) order by w.next_attempt_at, w.id)`.as(
                 'nth',
               ),
             ])
