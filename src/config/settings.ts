@@ -232,6 +232,20 @@ export const SETTINGS = [
     default: 'info',
     description: 'Minimum level of the JSON log lines on stdout.',
   },
+  // ---- cluster: several processes as one service (docs/cluster.md) ----
+  {
+    name: 'redis',
+    kind: { type: 'url', protocols: ['redis:', 'rediss:'] },
+    description:
+      'Redis URL (`redis://host:6379`, `rediss://…` for TLS). Set: limits are shared and revocations reach every process of the cluster.',
+    secret: true,
+  },
+  {
+    name: 'redis_ca',
+    kind: { type: 'path' },
+    description:
+      'PEM file of extra CAs trusted for a `rediss://` Redis (like `provider_ca`). Public CAs stay trusted.',
+  },
   // ---- limits: anomaly detection on authorized traffic (docs/limits.md) ----
   {
     name: 'anomaly_spike_factor',

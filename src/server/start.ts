@@ -16,7 +16,8 @@ import type { Store } from '../store/store.js';
 import { loadTlsMaterial } from '../tls/tls-material.js';
 import { openKek } from '../vault/open-kek.js';
 import { octal, prepareDataDir } from './data-dir.js';
-import { acquireInstanceLock } from './instance-lock.js';
+import { acquireServeLock, withBootstrapLock } from '../cluster/serve-lock.js';
+import { startCluster } from '../cluster/start-cluster.js';
 import { bindError, preflight } from './preflight.js';
 import { VERSION } from '../version.js';
 
@@ -58,7 +59,7 @@ export async function startServer(config: Config, options: StartOptions): Promis
       'tightened the permissions of a data file that other users could read',
     );
   }
-  const lock = sqlite ? await acquireInstanceLock(config.dataDir, now()) : undefined;
+  const lock = await acquireServeLock(config, now());
   const started: Array<() => Promise<void> | void> = [() => lock?.release()];
   const stopStarted = async (): Promise<void> => {
     for (const stop of started.reverse()) await stop();
@@ -99,6 +100,9 @@ async function startLocked(
   let publicProxyUrl = '';
   const providers = new ProviderRegistry(config.providers);
   const metrics = createMetrics({ providers: providers.ids() });
+  // Redis (src/cluster): shared counters and the invalidation bus; absent without `redis`.
+  const cluster = startCluster(config, logger, metrics.registry);
+  started.push(() => cluster.close());
   // Records and anomalies are stored in batches by a worker thread with its own store connection,
   // so no database work runs on the proxy's event loop (and they are flushed at shutdown).
   const logWorker = startLogWorker({
@@ -134,8 +138,10 @@ async function startLocked(
     publisher: limitsPublisher,
     logger,
     now: () => now().getTime(),
+    counters: cluster.counters,
   });
   started.push(() => limits.close());
+  cluster.onCountersSwitched(() => limits.proxy.forgetAccounts());
   const countryOf = await createCountryResolver(config);
 
   // The proxy binds first: with port 0 its real port is needed for `proxy_base_url`.
@@ -155,6 +161,10 @@ async function startLocked(
     },
     { tls: tls ? { key: tls.key, cert: tls.cert } : undefined },
   );
+  const invalidation = cluster.invalidation((scope) => {
+    if (scope !== 'accounts') proxy.invalidateCredentials();
+    if (scope !== 'tokens') limits.proxy.forgetAccounts();
+  });
   // What follows is closed by the drain in close(); everything before it by stopStarted.
   const beforeListeners = started.length;
   started.push(() => proxy.close(0));
@@ -171,10 +181,11 @@ async function startLocked(
       publicProxyUrl,
       now,
       plans: config.plans,
-      onCredentialsChanged: () => proxy.invalidateCredentials(),
+      onCredentialsChanged: () => invalidation.invalidate('tokens'),
       onEventsCommitted: () => events.nudge(),
       allowPrivateWebhooks: config.allowPrivateWebhooks,
       publicApiUrl: config.publicApiUrl,
+      degraded: () => cluster.degraded(),
     },
     {
       logger,
@@ -190,7 +201,10 @@ async function startLocked(
 
   // Both ports are ours: only now can the first account be created without a failed start leaving
   // an account, and a printed key, behind.
-  const created = await bootstrapDefaultAccount(store, now());
+  const created =
+    (await store.accounts.count()) > 0
+      ? undefined
+      : await withBootstrapLock(config, () => bootstrapDefaultAccount(store, now()));
   if (created) {
     print(`Created account "default" (${created.account.id}, plan free). Its API key, shown only this once:`);
     print(`  ${created.apiKey}`);
