@@ -1,6 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { createClient } from '@redis/client';
+import { request } from 'undici';
+import { startServe, type ServerProcess } from '../support/cli.js';
 
 /**
  * A redis-server of the test file's own, on a free loopback port, without persistence, so a test can
@@ -98,4 +104,142 @@ export async function eventually(check: () => Promise<boolean> | boolean, timeou
     if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+export interface ProxyAnswer {
+  readonly status: number;
+  readonly code: string | undefined;
+  readonly headers: Record<string, string | string[] | undefined>;
+}
+
+/** The members of a test cluster: `serve` processes on one database, all with the same KEK and Redis. */
+export interface TestCluster {
+  readonly servers: ServerProcess[];
+  readonly apiKey: string;
+  /** A management API call on member `i`. */
+  api(
+    i: number,
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+    path: string,
+    body?: unknown,
+  ): Promise<ApiAnswer>;
+  /** A proxied `GET /openai/v1/models` on member `i`. */
+  proxy(i: number, token: string, headers?: Record<string, string>): Promise<ProxyAnswer>;
+  /** 200 answers the proxy gave so far (each counts toward the account's monthly quota). */
+  forwarded(): number;
+  stop(): Promise<void>;
+}
+
+export interface ApiAnswer {
+  readonly status: number;
+  readonly body: Record<string, unknown>;
+}
+
+export interface ClusterOptions {
+  readonly members: number;
+  readonly database: string;
+  readonly redisUrl: string | undefined;
+  /** The config file's content (providers, plans, trust_proxy…). */
+  readonly config: Record<string, unknown>;
+  readonly providerCaPem: string;
+}
+
+/** Starts every member at once (they race for the first account), on insecure HTTP and own data dirs. */
+export async function startTestCluster(options: ClusterOptions): Promise<TestCluster> {
+  const work = await mkdtemp(path.join(os.tmpdir(), 'tokenproxy-cluster-'));
+  await writeFile(path.join(work, 'config.json'), JSON.stringify(options.config));
+  await writeFile(path.join(work, 'ca.pem'), options.providerCaPem);
+  const env = { TOKENPROXY_MASTER_KEY: randomBytes(32).toString('base64') };
+  const starts = Array.from({ length: options.members }, async (_, i) => {
+    const dataDir = path.join(work, `member-${i}`);
+    await mkdir(dataDir);
+    return startServe(
+      [
+        '--data-dir',
+        dataDir,
+        '--database',
+        options.database,
+        '--insecure-http',
+        '--config',
+        path.join(work, 'config.json'),
+        '--provider-ca',
+        path.join(work, 'ca.pem'),
+        ...(options.redisUrl === undefined ? [] : ['--redis', options.redisUrl]),
+      ],
+      env,
+    );
+  });
+  const settled = await Promise.allSettled(starts);
+  const servers = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+  const stopAll = async (): Promise<void> => {
+    await Promise.all(servers.map((s) => s.stop()));
+    await rm(work, { recursive: true, force: true });
+  };
+  const failed = settled.find((s) => s.status === 'rejected');
+  if (failed !== undefined) {
+    await stopAll();
+    throw failed.reason;
+  }
+  const keys = servers.flatMap((s) => /svc_sk_\w+/.exec(s.stderr())?.[0] ?? []);
+  if (keys.length !== 1) {
+    await stopAll();
+    throw new Error(`expected exactly one member to create the first account, got ${keys.length}`);
+  }
+  const apiKey = keys[0] as string;
+  let forwarded = 0;
+
+  return {
+    servers,
+    apiKey,
+    async api(i, method, url, body) {
+      const res = await request(`${member(servers, i).apiUrl}/v1${url}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${apiKey}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const text = await res.body.text();
+      return {
+        status: res.statusCode,
+        body: text === '' ? {} : (JSON.parse(text) as Record<string, unknown>),
+      };
+    },
+    async proxy(i, token, headers = {}) {
+      const res = await request(`${member(servers, i).proxyUrl}/openai/v1/models`, {
+        headers: { authorization: `Bearer ${token}`, ...headers },
+      });
+      const text = await res.body.text();
+      if (res.statusCode === 200) forwarded++;
+      let code: string | undefined;
+      try {
+        code = (JSON.parse(text) as { error?: { code?: string } }).error?.code;
+      } catch {
+        code = undefined;
+      }
+      return { status: res.statusCode, code, headers: res.headers };
+    },
+    forwarded: () => forwarded,
+    stop: stopAll,
+  };
+}
+
+function member(servers: ServerProcess[], i: number): ServerProcess {
+  const s = servers[i % servers.length];
+  if (s === undefined) throw new Error('no such member');
+  return s;
+}
+
+/** Reads a metric's value from a `/metrics` text (undefined when absent). */
+export async function metricValue(apiUrl: string, name: string): Promise<number | undefined> {
+  const res = await request(`${apiUrl}/metrics`);
+  const text = await res.body.text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  return line === undefined ? undefined : Number(line.slice(name.length + 1));
+}
+
+export async function readyz(apiUrl: string): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await request(`${apiUrl}/readyz`);
+  return { status: res.statusCode, body: (await res.body.json()) as Record<string, unknown> };
 }
