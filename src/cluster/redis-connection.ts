@@ -15,7 +15,7 @@ import type { Logger } from 'pino';
 
 /** A command that has not answered by then counts as failed (the request goes on without Redis). */
 export const REDIS_COMMAND_TIMEOUT_MS = 500;
-const CONNECT_TIMEOUT_MS = 2_000;
+const CONNECT_TIMEOUT_MS = 5_000;
 const RECONNECT_BASE_MS = 100;
 const RECONNECT_MAX_MS = 5_000;
 const PROBE_EVERY_MS = 1_000;
