@@ -74,3 +74,47 @@ export function createInvalidation(options: InvalidationOptions): Invalidation {
     },
   };
 }
+
+/**
+ * For a process that changes the store but serves nothing (a CLI command such as a plan change):
+ * tells the running processes to drop `scope`. Resolves false when Redis did not take the message
+ * in time; their caches then expire by themselves (tokens within 1 s, plans within PLAN_TTL_MS).
+ */
+export async function publishInvalidationOnce(
+  settings: { readonly url: string; readonly ca?: string | undefined },
+  scope: InvalidationScope,
+  timeoutMs = 2_000,
+): Promise<boolean> {
+  const { createClient } = await import('@redis/client');
+  const { readFileSync } = await import('node:fs');
+  const { rootCertificates } = await import('node:tls');
+  const ca =
+    settings.url.startsWith('rediss:') && settings.ca !== undefined
+      ? [...rootCertificates, readFileSync(settings.ca, 'utf8')]
+      : undefined;
+  const client = createClient({
+    url: settings.url,
+    disableOfflineQueue: true,
+    socket: {
+      connectTimeout: timeoutMs,
+      reconnectStrategy: false,
+      ...(ca === undefined ? {} : { tls: true as const, ca }),
+    },
+  });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    await client.sendCommand(['PUBLISH', INVALIDATION_CHANNEL, invalidationMessage(scope, randomUUID())], {
+      timeout: timeoutMs,
+    });
+    return true;
+  } catch {
+    return false;
+  } finally {
+    try {
+      client.destroy();
+    } catch {
+      // never connected
+    }
+  }
+}
