@@ -68,9 +68,7 @@ describe('the invalidation bus on a real Redis', () => {
     // The subscriptions are made in the background; a message before them would be lost.
     await eventually(
       async () =>
-        Number(
-          ((await redis.command(['PUBSUB', 'NUMSUB', 'tokenproxy:invalidate'])) as [string, number])[1],
-        ) === 2,
+        ((await redis.command(['PUBSUB', 'NUMSUB', 'tokenproxy:invalidate'])) as [string, number])[1] === 2,
     );
     busA.invalidate('tokens');
     expect(dropsA).toEqual(['tokens']); // synchronously: the next request of A reads the store
