@@ -18,6 +18,7 @@ import { openKek } from '../vault/open-kek.js';
 import { octal, prepareDataDir } from './data-dir.js';
 import { acquireServeLock, withBootstrapLock } from '../cluster/serve-lock.js';
 import { startCluster } from '../cluster/start-cluster.js';
+import { redactRedisUrl } from '../cluster/redis-connection.js';
 import { bindError, preflight } from './preflight.js';
 import { VERSION } from '../version.js';
 
@@ -221,6 +222,7 @@ async function startLocked(
   print(`  management API  ${apiUrl}/v1   (public: ${publicApiUrl}/v1)`);
   print(`  proxy           ${proxyUrl}   (public: ${publicProxyUrl})`);
   print(`  store           ${store.dialect === 'sqlite' ? `SQLite in ${config.dataDir}` : 'PostgreSQL'}`);
+  if (config.redis !== undefined) print(`  redis           ${redactRedisUrl(config.redis)} (shared limits)`);
   if (tls) {
     print(`  TLS 1.3 certificate ${tls.generated ? 'generated' : 'loaded'}: ${tls.certPath}`);
     print(`  SHA-256 fingerprint: ${tls.fingerprint}`);

@@ -6,7 +6,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { openStore } from '../../src/store/open.js';
 import { runCli, startServe, type ServerProcess } from '../support/cli.js';
 import { databases, type OpenedDatabase } from '../support/databases.js';
-import { startRedis, type TestRedis } from './support.js';
+import { eventually, readyz, startRedis, type TestRedis } from './support.js';
 
 const postgres = databases.find((d) => d.name === 'postgres');
 const KEK = { TOKENPROXY_MASTER_KEY: Buffer.alloc(32, 9).toString('base64') };
@@ -145,4 +145,23 @@ describe('several processes on one SQLite data dir with redis', () => {
       await store.close();
     }
   }, 180_000);
+
+  it('never prints or logs the Redis password, and starts although Redis refuses it', async () => {
+    const own = await mkdtemp(path.join(os.tmpdir(), 'tokenproxy-redis-secret-'));
+    let server: ServerProcess | undefined;
+    try {
+      // This Redis has no password: AUTH fails, so the process runs degraded and says so.
+      const url = `redis://:s3cret-redis-pass@127.0.0.1:${redis.port}`;
+      const started = await startServe(['--data-dir', own, '--insecure-http', '--redis', url], KEK);
+      server = started;
+      await eventually(() => started.stdout().includes('Redis is unreachable at start'));
+      const everything = started.stdout() + started.stderr();
+      expect(everything).toContain(`redis://:***@127.0.0.1:${redis.port}`);
+      expect(everything).not.toContain('s3cret-redis-pass');
+      expect((await readyz(started.apiUrl)).body).toEqual({ status: 'degraded', degraded: ['redis'] });
+    } finally {
+      await server?.stop();
+      await rm(own, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
