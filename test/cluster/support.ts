@@ -36,13 +36,41 @@ export function freePort(): Promise<number> {
   });
 }
 
-export async function startRedis(): Promise<TestRedis> {
+export interface RedisTls {
+  readonly certPem: string;
+  readonly keyPem: string;
+  /** The CA that issued the certificate (the test client trusts it). */
+  readonly caPem: string;
+}
+
+/** With `tls`, the server speaks TLS only (`rediss://`), with the given certificate. */
+export async function startRedis(options: { tls?: RedisTls } = {}): Promise<TestRedis> {
   const port = await freePort();
-  const url = `redis://127.0.0.1:${port}`;
+  const { tls } = options;
+  const url = `${tls === undefined ? 'redis' : 'rediss'}://127.0.0.1:${port}`;
   let child: ChildProcess | undefined;
+  let listen = ['--port', String(port)];
+  if (tls !== undefined) {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'tokenproxy-redis-tls-'));
+    await writeFile(path.join(dir, 'cert.pem'), tls.certPem);
+    await writeFile(path.join(dir, 'key.pem'), tls.keyPem, { mode: 0o600 });
+    await writeFile(path.join(dir, 'ca.pem'), tls.caPem);
+    listen = [
+      ...['--port', '0', '--tls-port', String(port), '--tls-auth-clients', 'no'],
+      ...['--tls-cert-file', path.join(dir, 'cert.pem'), '--tls-key-file', path.join(dir, 'key.pem')],
+      ...['--tls-ca-cert-file', path.join(dir, 'ca.pem')],
+    ];
+  }
 
   const command = async (args: string[]): Promise<unknown> => {
-    const client = createClient({ url, socket: { reconnectStrategy: false, connectTimeout: 2_000 } });
+    const client = createClient({
+      url,
+      socket: {
+        reconnectStrategy: false,
+        connectTimeout: 2_000,
+        ...(tls === undefined ? {} : { tls: true as const, ca: [tls.caPem] }),
+      },
+    });
     client.on('error', () => undefined);
     await client.connect();
     try {
@@ -55,18 +83,7 @@ export async function startRedis(): Promise<TestRedis> {
   const start = async (): Promise<void> => {
     const proc = spawn(
       'redis-server',
-      [
-        '--port',
-        String(port),
-        '--bind',
-        '127.0.0.1',
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-        '--protected-mode',
-        'yes',
-      ],
+      [...listen, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'yes'],
       { stdio: 'ignore' },
     );
     child = proc;
