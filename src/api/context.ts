@@ -37,6 +37,8 @@ export interface ApiDeps {
    * without it, `https://<Host>` of each request (DESIGN §12).
    */
   readonly publicApiUrl?: string | undefined;
+  /** Dependencies that work but degraded (e.g. `redis` away), named by /readyz; none when absent. */
+  readonly degraded?: (() => readonly string[]) | undefined;
   /** Resolves webhook host names for the creation-time address check (tests inject one). */
   readonly resolveWebhookHost?: HostResolver | undefined;
 }

@@ -6,7 +6,7 @@ import { bootstrapDefaultAccount } from '../accounts/create-account.js';
 import { ConfigError } from '../config/config-error.js';
 import type { Config } from '../config/load.js';
 import { octal, prepareDataDir } from '../server/data-dir.js';
-import { acquireInstanceLock } from '../server/instance-lock.js';
+import { acquireServeLock } from './serve-lock.js';
 import { bindError, preflight } from '../server/preflight.js';
 import { openStore } from '../store/open.js';
 import { loadTlsMaterial } from '../tls/tls-material.js';
@@ -53,8 +53,9 @@ export async function runPrimary(config: Config, options: PrimaryOptions): Promi
       'tightened the permissions of a data file that other users could read',
     );
   }
-  // The primary holds the data dir's lock for all its workers.
-  const lock = sqlite ? await acquireInstanceLock(config.dataDir) : undefined;
+  // The primary holds the store's serve lock for all its workers (none is taken with `redis`, which
+  // `workers` above 1 requires: other processes on the store are then members of one cluster).
+  const lock = await acquireServeLock(config, new Date());
   try {
     // Created here once, so the workers load it instead of racing to generate one each.
     if (!config.insecureHttp)

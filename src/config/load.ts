@@ -50,8 +50,6 @@ export interface Config {
   readonly drainTimeoutMs: number;
   /** Serving processes (`auto` resolved to the CPU count); above 1, `serve` runs a primary (src/cluster). */
   readonly workers: number;
-  /** Redis URL shared by a cluster's processes. */
-  readonly redis?: string | undefined;
   readonly logLevel: string;
   readonly providers: readonly Provider[];
   // ---- limits (src/limits, docs/limits.md) ----
@@ -59,6 +57,10 @@ export interface Config {
   readonly anomalyMinRequests: number;
   readonly anomalyDistinctIps: number;
   readonly anomalyWarmupMs: number;
+  // ---- cluster (src/cluster, docs/cluster.md) ----
+  /** Redis URL; secret (it may hold a password). Undefined: one process, in-memory counters. */
+  readonly redis: string | undefined;
+  readonly redisCa: string | undefined;
   /** Where each setting came from, for the start-up banner. Values of secret settings are not kept. */
   readonly sources: Readonly<Record<SettingName, Source>>;
 }
@@ -224,13 +226,14 @@ export function loadConfig(input: ConfigInput): Config {
     pkcs11: pkcs11From(values),
     drainTimeoutMs: values.drain_timeout as number,
     workers: values.workers === 'auto' ? availableParallelism() : (values.workers as number),
-    redis: typeof values.redis === 'string' ? values.redis : undefined,
     logLevel: values.log_level as string,
     providers: parseProviders(file.providers, input.configFile),
     anomalySpikeFactor: values.anomaly_spike_factor as number,
     anomalyMinRequests: values.anomaly_min_requests as number,
     anomalyDistinctIps: values.anomaly_distinct_ips as number,
     anomalyWarmupMs: values.anomaly_warmup as number,
+    redis: typeof values.redis === 'string' ? values.redis : undefined,
+    redisCa: redisCaFrom(values),
     sources: sources as Record<SettingName, Source>,
   };
   return deepFreeze(config);
@@ -253,6 +256,16 @@ function pkcs11From(values: Readonly<Record<string, unknown>>): Pkcs11Settings |
     pin: values.pkcs11_pin as string,
     keyLabel: values.pkcs11_key_label as string,
   };
+}
+
+function redisCaFrom(values: Readonly<Record<string, unknown>>): string | undefined {
+  const ca = optionalPath(values.redis_ca as string | undefined);
+  if (ca !== undefined && typeof values.redis === 'string' && !values.redis.startsWith('rediss:')) {
+    throw new ConfigError(
+      'Setting "redis_ca" applies to a TLS connection only: give "redis" as a rediss:// URL, or drop "redis_ca".',
+    );
+  }
+  return ca;
 }
 
 function readConfigFile(path: string): Record<string, unknown> {

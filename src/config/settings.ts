@@ -236,17 +236,24 @@ export const SETTINGS = [
       'Serving processes sharing both ports (`auto`: one per CPU). Above 1 a primary process supervises them; needs `redis` ([workers](docs/workers.md)).',
   },
   {
-    name: 'redis',
-    kind: { type: 'url', protocols: ['redis:', 'rediss:'] },
-    description:
-      'Redis URL shared by every process of a cluster (`redis://host:6379`). Required with `workers` above 1.',
-    secret: true,
-  },
-  {
     name: 'log_level',
     kind: { type: 'enum', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
     default: 'info',
     description: 'Minimum level of the JSON log lines on stdout.',
+  },
+  // ---- cluster: several processes as one service (docs/cluster.md) ----
+  {
+    name: 'redis',
+    kind: { type: 'url', protocols: ['redis:', 'rediss:'] },
+    description:
+      'Redis URL (`redis://host:6379`, `rediss://…` for TLS). Set: limits are shared and revocations reach every process of the cluster. Required with `workers` above 1.',
+    secret: true,
+  },
+  {
+    name: 'redis_ca',
+    kind: { type: 'path' },
+    description:
+      'PEM file of extra CAs trusted for a `rediss://` Redis (like `provider_ca`). Public CAs stay trusted.',
   },
   // ---- limits: anomaly detection on authorized traffic (docs/limits.md) ----
   {

@@ -44,6 +44,8 @@ export interface ProxyLimits {
   admit(token: TokenRecord, now: number): MaybePromise<Admission>;
   /** Feeds the anomaly model with an authorized request. Never waits, never throws. */
   observe(token: TokenRecord, now: number, ip: string, country: string | null, source: ObservedSource): void;
+  /** Forgets cached account state (plans, seeded quota usage): an account changed, or the counters did. */
+  forgetAccounts(): void;
   close(): void;
 }
 
@@ -106,6 +108,9 @@ export function createProxyLimits(options: ProxyLimitsOptions): ProxyLimits {
       } catch (err) {
         logger?.error({ err: errorName(err) }, 'anomaly detection failed');
       }
+    },
+    forgetAccounts() {
+      quotas.forget();
     },
     close() {
       detector.close();

@@ -93,6 +93,15 @@ export class AccountQuotas {
       : this.#judge(accountId, plan, limit, used, period, now);
   }
 
+  /**
+   * Forgets every account's plan and seeded usage: the next request of each reads the store again.
+   * After a plan change elsewhere, and when the counters switch between Redis and memory (the other
+   * side has to be seeded from the store).
+   */
+  forget(): void {
+    this.#accounts.clear();
+  }
+
   /** For a refused request: the account's plan limit and the end of the period (an ISO date). */
   refusal(accountId: string, now: number): { limit: number; resetsAt: string } | undefined {
     const plan = this.#accounts.get(accountId)?.plan;
@@ -112,9 +121,31 @@ export class AccountQuotas {
     // Exactly one admitted request makes the count reach the threshold, so the event is sent once
     // per period, also when the count started above it (the store's usage from before a restart).
     if (used === Math.ceil(limit * QUOTA_THRESHOLD) && used <= limit && used > 0) {
-      this.#o.onThreshold({ accountId, plan, limit, used, period: period.name });
+      this.#claimThreshold(accountId, period, now, () =>
+        this.#o.onThreshold({ accountId, plan, limit, used, period: period.name }),
+      );
     }
     return used > limit ? Math.max(1, retryAfterSeconds(period.end - now)) : 0;
+  }
+
+  /**
+   * The count can reach the threshold twice in a period when the shared count is lost and seeded
+   * again (a Redis restart): a set-once marker, claimed atomically by whoever seeds it with its own
+   * nonce, keeps the event to one per period across the cluster.
+   */
+  #claimThreshold(accountId: string, period: Period, now: number, send: () => void): void {
+    const nonce = 1 + Math.floor(Math.random() * 2 ** 48);
+    const held = this.#o.counters.seed(`quota-80:${accountId}:${period.name}`, nonce, period.end, now);
+    if (!(held instanceof Promise)) {
+      if (held === nonce) send();
+      return;
+    }
+    held.then(
+      (value) => {
+        if (value === nonce) send();
+      },
+      (err: unknown) => this.#o.logger?.error({ err: errorName(err) }, 'quota threshold claim failed'),
+    );
   }
 
   async #wait(accountId: string, state: AccountState, now: number): Promise<number> {

@@ -13,6 +13,7 @@ import { describeFsError } from './data-dir.js';
 export async function preflight(config: Config): Promise<void> {
   await checkHost(config.host);
   if (config.providerCa !== undefined) await checkProviderCa(config.providerCa);
+  if (config.redisCa !== undefined) await checkProviderCa(config.redisCa, 'redis_ca', 'your Redis server');
 }
 
 async function checkHost(host: string): Promise<void> {
@@ -29,20 +30,24 @@ async function checkHost(host: string): Promise<void> {
 
 const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
 
-export async function checkProviderCa(file: string): Promise<void> {
+export async function checkProviderCa(
+  file: string,
+  setting = 'provider_ca',
+  peer = 'your provider',
+): Promise<void> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
   } catch (error) {
     throw new ConfigError(
-      `setting provider_ca: cannot read ${file} (${describeFsError(error)}); give the path of a PEM file ` +
-        'holding the CA certificate(s) that signed your provider’s certificate',
+      `setting ${setting}: cannot read ${file} (${describeFsError(error)}); give the path of a PEM file ` +
+        `holding the CA certificate(s) that signed ${peer}’s certificate`,
     );
   }
   const blocks = text.match(PEM_CERTIFICATE) ?? [];
   if (blocks.length === 0) {
     throw new ConfigError(
-      `setting provider_ca: ${file} holds no PEM certificate (a "-----BEGIN CERTIFICATE-----" block); ` +
+      `setting ${setting}: ${file} holds no PEM certificate (a "-----BEGIN CERTIFICATE-----" block); ` +
         'convert a DER file with `openssl x509 -inform der -in ca.der -out ca.pem`',
     );
   }
@@ -51,7 +56,7 @@ export async function checkProviderCa(file: string): Promise<void> {
       new X509Certificate(block);
     } catch {
       throw new ConfigError(
-        `setting provider_ca: certificate ${index + 1} of ${blocks.length} in ${file} is not a valid X.509 certificate`,
+        `setting ${setting}: certificate ${index + 1} of ${blocks.length} in ${file} is not a valid X.509 certificate`,
       );
     }
   });

@@ -17,7 +17,9 @@ import type { Store } from '../store/store.js';
 import { loadTlsMaterial } from '../tls/tls-material.js';
 import { openKek } from '../vault/open-kek.js';
 import { octal, prepareDataDir } from './data-dir.js';
-import { acquireInstanceLock } from './instance-lock.js';
+import { acquireServeLock, withBootstrapLock } from '../cluster/serve-lock.js';
+import { startCluster } from '../cluster/start-cluster.js';
+import { redactRedisUrl } from '../cluster/redis-connection.js';
 import { bindError, preflight } from './preflight.js';
 import { VERSION } from '../version.js';
 
@@ -64,7 +66,8 @@ export async function startServer(config: Config, options: StartOptions): Promis
       'tightened the permissions of a data file that other users could read',
     );
   }
-  const lock = sqlite && !options.worker ? await acquireInstanceLock(config.dataDir, now()) : undefined;
+  // Workers are exempt: the primary holds the lock for the whole service.
+  const lock = options.worker ? undefined : await acquireServeLock(config, now());
   const started: Array<() => Promise<void> | void> = [() => lock?.release()];
   const stopStarted = async (): Promise<void> => {
     for (const stop of started.reverse()) await stop();
@@ -105,6 +108,9 @@ async function startLocked(
   let publicProxyUrl = '';
   const providers = new ProviderRegistry(config.providers);
   const metrics = createMetrics({ providers: providers.ids() });
+  // Redis (src/cluster): shared counters and the invalidation bus; absent without `redis`.
+  const cluster = startCluster(config, logger, metrics.registry);
+  started.push(() => cluster.close());
   // Records and anomalies are stored in batches by a worker thread with its own store connection,
   // so no database work runs on the proxy's event loop (and they are flushed at shutdown).
   const logWorker = startLogWorker({
@@ -140,8 +146,10 @@ async function startLocked(
     publisher: limitsPublisher,
     logger,
     now: () => now().getTime(),
+    counters: cluster.counters,
   });
   started.push(() => limits.close());
+  cluster.onCountersSwitched(() => limits.proxy.forgetAccounts());
   const countryOf = await createCountryResolver(config);
 
   // The proxy binds first: with port 0 its real port is needed for `proxy_base_url`.
@@ -161,6 +169,10 @@ async function startLocked(
     },
     { tls: tls ? { key: tls.key, cert: tls.cert } : undefined },
   );
+  const invalidation = cluster.invalidation((scope) => {
+    if (scope !== 'accounts') proxy.invalidateCredentials();
+    if (scope !== 'tokens') limits.proxy.forgetAccounts();
+  });
   // What follows is closed by the drain in close(); everything before it by stopStarted.
   const beforeListeners = started.length;
   started.push(() => proxy.close(0));
@@ -177,10 +189,11 @@ async function startLocked(
       publicProxyUrl,
       now,
       plans: config.plans,
-      onCredentialsChanged: () => proxy.invalidateCredentials(),
+      onCredentialsChanged: () => invalidation.invalidate('tokens'),
       onEventsCommitted: () => events.nudge(),
       allowPrivateWebhooks: config.allowPrivateWebhooks,
       publicApiUrl: config.publicApiUrl,
+      degraded: () => cluster.degraded(),
     },
     {
       logger,
@@ -196,7 +209,10 @@ async function startLocked(
 
   // Both ports are ours: only now can the first account be created without a failed start leaving
   // an account, and a printed key, behind.
-  const created = options.worker ? undefined : await bootstrapDefaultAccount(store, now());
+  const created =
+    options.worker || (await store.accounts.count()) > 0
+      ? undefined
+      : await withBootstrapLock(config, () => bootstrapDefaultAccount(store, now()));
   if (created) {
     print(`Created account "default" (${created.account.id}, plan free). Its API key, shown only this once:`);
     print(`  ${created.apiKey}`);
@@ -213,6 +229,7 @@ async function startLocked(
   print(`  management API  ${apiUrl}/v1   (public: ${publicApiUrl}/v1)`);
   print(`  proxy           ${proxyUrl}   (public: ${publicProxyUrl})`);
   print(`  store           ${store.dialect === 'sqlite' ? `SQLite in ${config.dataDir}` : 'PostgreSQL'}`);
+  if (config.redis !== undefined) print(`  redis           ${redactRedisUrl(config.redis)} (shared limits)`);
   if (tls) {
     print(`  TLS 1.3 certificate ${tls.generated ? 'generated' : 'loaded'}: ${tls.certPath}`);
     print(`  SHA-256 fingerprint: ${tls.fingerprint}`);

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startReceiver, type Receiver } from '../events/support.js';
 import { runCli, startServe, type ServerProcess } from '../support/cli.js';
 import { databases, type OpenedDatabase } from '../support/databases.js';
-import { alive, socketOwners, startRedis, until, type RedisProcess } from './support.js';
+import { alive, socketOwners, startRedis, until, type RedisProcess } from './workers-support.js';
 
 /**
  * One outbox, several delivering processes: three `serve` processes on one PostgreSQL database, and

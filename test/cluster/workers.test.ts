@@ -10,7 +10,7 @@ import {
   startMockProvider,
   type MockProvider,
 } from '../support/mock-provider.js';
-import { alive, socketOwners, startRedis, until, type RedisProcess } from './support.js';
+import { alive, socketOwners, startRedis, until, type RedisProcess } from './workers-support.js';
 
 const REAL_KEY = `sk-workers-${Date.now()}-real-key`;
 const ORIGIN = 'https://app.example.com';

@@ -1,10 +1,32 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { backoffWaitMs, MemoryCounters } from '../../src/limits/counters.js';
+import { createClient } from '@redis/client';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { RedisClient } from '../../src/cluster/redis-connection.js';
+import { backoffWaitMs, MemoryCounters, type Counters } from '../../src/limits/counters.js';
 import { IP_BACKOFF_POLICY, IpBackoff, retryAfterSeconds } from '../../src/limits/ip-backoff.js';
+import { RedisCounters } from '../../src/limits/redis-counters.js';
+import { startRedis, type TestRedis } from '../cluster/support.js';
 
 const HOUR = 3_600_000;
-let counters: MemoryCounters;
-afterEach(() => counters?.close());
+let memory: MemoryCounters;
+afterEach(() => memory?.close());
+
+// One suite, two implementations (DESIGN §9): every answer of RedisCounters must equal MemoryCounters'.
+let redis: TestRedis;
+let client: RedisClient;
+beforeAll(async () => {
+  redis = await startRedis();
+  client = createClient({ url: redis.url });
+  await client.connect();
+}, 60_000);
+afterAll(async () => {
+  client?.destroy();
+  await redis?.stop();
+});
+
+const IMPLEMENTATIONS: { name: string; make: () => Counters }[] = [
+  { name: 'MemoryCounters', make: () => (memory = new MemoryCounters()) },
+  { name: 'RedisCounters', make: () => new RedisCounters(client) },
+];
 
 describe('backoff schedule', () => {
   const table: [number, number][] = [
@@ -30,71 +52,171 @@ describe('backoff schedule', () => {
   });
 });
 
-describe('IpBackoff with memory counters', () => {
-  it('first attempt passes, attempts within the wait are refused and double it, an hour resets', () => {
-    counters = new MemoryCounters();
-    const b = new IpBackoff(counters);
-    const t0 = 1_700_000_000_000;
-    expect(b.check('1.2.3.4', t0)).toBe(0);
-    expect(b.strike('1.2.3.4', t0)).toBe(0); // answered 401/403; now waits 1 s
-    expect(b.check('1.2.3.4', t0)).toBe(1);
-    expect(b.strike('1.2.3.4', t0 + 500)).toBe(2); // in backoff: 429, wait now 2 s from here
-    expect(b.strike('1.2.3.4', t0 + 600)).toBe(4);
-    expect(b.check('1.2.3.4', t0 + 600 + 3_999)).toBe(1);
-    expect(b.check('1.2.3.4', t0 + 600 + 4_000)).toBe(0);
-    // After the wait, the next attempt is answered normally but still deepens the wait (8 s).
-    expect(b.strike('1.2.3.4', t0 + 10_000)).toBe(0);
-    expect(b.check('1.2.3.4', t0 + 10_000)).toBe(8);
-    // Other IPs are untouched.
-    expect(b.check('5.6.7.8', t0 + 10_000)).toBe(0);
-    // An hour without attempts forgets everything: back to 1 s.
-    const later = t0 + 10_000 + HOUR;
-    expect(b.strike('1.2.3.4', later)).toBe(0);
-    expect(b.check('1.2.3.4', later)).toBe(1);
-  });
+for (const { name, make } of IMPLEMENTATIONS) {
+  describe(name, () => {
+    let counters: Counters;
+    beforeEach(async () => {
+      if (name === 'RedisCounters') await client.sendCommand(['FLUSHALL']);
+    });
 
-  it('a hammering IP reaches the one-hour cap and stays there', () => {
-    counters = new MemoryCounters();
-    const b = new IpBackoff(counters);
-    const waits: number[] = [];
-    for (let i = 0; i < 16; i++) {
-      void b.strike('9.9.9.9', 1000 + i);
-      waits.push(b.check('9.9.9.9', 1000 + i) as number);
-    }
-    expect(waits.slice(0, 4)).toEqual([1, 2, 4, 8]);
-    expect(waits.slice(12)).toEqual([3600, 3600, 3600, 3600]);
-  });
-});
+    describe('IpBackoff', () => {
+      it('first attempt passes, attempts within the wait are refused and double it, an hour resets', async () => {
+        counters = make();
+        const b = new IpBackoff(counters);
+        const t0 = 1_700_000_000_000;
+        expect(await b.check('1.2.3.4', t0)).toBe(0);
+        expect(await b.strike('1.2.3.4', t0)).toBe(0); // answered 401/403; now waits 1 s
+        expect(await b.check('1.2.3.4', t0)).toBe(1);
+        expect(await b.strike('1.2.3.4', t0 + 500)).toBe(2); // in backoff: 429, wait now 2 s from here
+        expect(await b.strike('1.2.3.4', t0 + 600)).toBe(4);
+        expect(await b.check('1.2.3.4', t0 + 600 + 3_999)).toBe(1);
+        expect(await b.check('1.2.3.4', t0 + 600 + 4_000)).toBe(0);
+        // After the wait, the next attempt is answered normally but still deepens the wait (8 s).
+        expect(await b.strike('1.2.3.4', t0 + 10_000)).toBe(0);
+        expect(await b.check('1.2.3.4', t0 + 10_000)).toBe(8);
+        // Other IPs are untouched.
+        expect(await b.check('5.6.7.8', t0 + 10_000)).toBe(0);
+        // An hour without attempts forgets everything: back to 1 s.
+        const later = t0 + 10_000 + HOUR;
+        expect(await b.strike('1.2.3.4', later)).toBe(0);
+        expect(await b.check('1.2.3.4', later)).toBe(1);
+      });
 
-describe('fixed-window counter', () => {
-  it('counts within a window opened by the first hit and starts over after it', () => {
-    counters = new MemoryCounters();
-    const rows: [number, number, number][] = [
-      // [now, expected count, expected resetAt]
-      [1000, 1, 11_000],
-      [1001, 2, 11_000],
-      [10_999, 3, 11_000],
-      [11_000, 1, 21_000],
-      [30_000, 1, 40_000],
-    ];
-    for (const [now, count, resetAt] of rows) {
-      const hit = counters.hit('k', 10_000, now);
-      expect({ count: hit.count, resetAt: hit.resetAt }).toEqual({ count, resetAt });
-    }
-  });
+      it('a hammering IP reaches the one-hour cap and stays there', async () => {
+        counters = make();
+        const b = new IpBackoff(counters);
+        const waits: number[] = [];
+        for (let i = 0; i < 16; i++) {
+          await b.strike('9.9.9.9', 1000 + i);
+          waits.push(await b.check('9.9.9.9', 1000 + i));
+        }
+        expect(waits.slice(0, 4)).toEqual([1, 2, 4, 8]);
+        expect(waits.slice(12)).toEqual([3600, 3600, 3600, 3600]);
+      });
+    });
 
-  it('keys are independent; seed sets once, add accumulates until expiry', () => {
-    counters = new MemoryCounters();
-    expect(counters.hit('a', 1000, 0).count).toBe(1);
-    expect(counters.hit('b', 1000, 0).count).toBe(1);
-    expect(counters.seed('q', 5, 100, 0)).toBe(5);
-    expect(counters.seed('q', 9, 100, 1)).toBe(5);
-    expect(counters.add('q', 1, 100, 2)).toBe(6);
-    expect(counters.add('q', 1, 200, 100)).toBe(1); // expired: starts over
-  });
+    describe('fixed-window counter', () => {
+      it('counts within a window opened by the first hit and starts over after it', async () => {
+        counters = make();
+        const rows: [number, number, number][] = [
+          // [now, expected count, expected resetAt]
+          [1000, 1, 11_000],
+          [1001, 2, 11_000],
+          [10_999, 3, 11_000],
+          [11_000, 1, 21_000],
+          [30_000, 1, 40_000],
+        ];
+        for (const [now, count, resetAt] of rows) {
+          const hit = await counters.hit('k', 10_000, now);
+          expect({ count: hit.count, resetAt: hit.resetAt }).toEqual({ count, resetAt });
+        }
+      });
 
+      it('keys are independent; seed sets once, add accumulates until expiry', async () => {
+        counters = make();
+        expect((await counters.hit('a', 1000, 0)).count).toBe(1);
+        expect((await counters.hit('b', 1000, 0)).count).toBe(1);
+        expect(await counters.seed('q', 5, 100, 0)).toBe(5);
+        expect(await counters.seed('q', 9, 100, 1)).toBe(5);
+        expect(await counters.add('q', 1, 100, 2)).toBe(6);
+        expect(await counters.add('q', 1, 200, 100)).toBe(1); // expired: starts over
+      });
+    });
+
+    describe('reserve and add', () => {
+      it('reserves within the limit only; absent and expired count as 0; a negative add releases', async () => {
+        counters = make();
+        // [amount, limit, expiresAt, now, expected {ok, total}]
+        const rows: [number, number, number, number, { ok: boolean; total: number }][] = [
+          [30, 100, 1_000, 0, { ok: true, total: 30 }], // absent: 0 + 30
+          [60, 100, 5_000, 1, { ok: true, total: 90 }], // live: the first expiry stays
+          [20, 100, 5_000, 2, { ok: false, total: 90 }], // would be 110: refused, unchanged
+          [10, 100, 5_000, 3, { ok: true, total: 100 }], // exactly the limit is within it
+          [1, 100, 5_000, 4, { ok: false, total: 100 }],
+          [50, 100, 2_000, 1_000, { ok: true, total: 50 }], // expired at 1 000: starts from 0
+        ];
+        for (const [amount, limit, expiresAt, now, expected] of rows) {
+          expect(await counters.reserve('r', amount, limit, expiresAt, now), `at ${now}`).toEqual(expected);
+        }
+        // Settling: the unused part of a reservation is given back with a negative add.
+        expect(await counters.add('r', -35, 9_999, 1_001)).toBe(15);
+        expect(await counters.reserve('r', 85, 100, 9_999, 1_002)).toEqual({ ok: true, total: 100 });
+        // A refused reservation on an absent key creates nothing.
+        expect(await counters.reserve('none', 5, 4, 100, 0)).toEqual({ ok: false, total: 0 });
+        expect(await counters.add('none', 1, 100, 1)).toBe(1);
+      });
+
+      it('fractional amounts sum exactly as JavaScript sums them', async () => {
+        counters = make();
+        let expected = 0;
+        for (const amount of [0.1, 0.2, 1e-9, 12.345678901234567, -0.3]) {
+          expected += amount;
+          expect(await counters.add('f', amount, 10_000, 0)).toBe(expected);
+        }
+        const r = await counters.reserve('g', 0.1, 0.30000000000000004, 10_000, 0);
+        expect(r).toEqual({ ok: true, total: 0.1 });
+        expect(await counters.reserve('g', 0.2, 0.30000000000000004, 10_000, 0)).toEqual({
+          ok: true,
+          total: 0.1 + 0.2,
+        });
+      });
+
+      it('a window answers the same resetAt to every hit in it (RateLimit-Reset)', async () => {
+        counters = make();
+        // Read at once: the in-memory window is live (counters.ts says so).
+        const first = await counters.hit('w', 60_000, 1_700_000_000_123);
+        const firstSeen = [first.count, first.resetAt];
+        const second = await counters.hit('w', 60_000, 1_700_000_030_000);
+        expect([...firstSeen, second.count, second.resetAt]).toEqual([
+          1, 1_700_000_060_123, 2, 1_700_000_060_123,
+        ]);
+      });
+    });
+
+    describe('coalescer', () => {
+      it('leading alert, then counts until the interval is over; trailing flush carries the rest', async () => {
+        counters = make();
+        const I = 60_000;
+        // [now, trigger, expected covered]
+        const rows: [number, boolean, number][] = [
+          [0, true, 1], // first attempt alerts at once
+          [1_000, true, 0],
+          [2_000, false, 0], // an ip_backoff attempt: counted, never alerts by itself
+          [59_999, true, 0],
+          [60_000, true, 4], // 3 pending + this one
+          [61_000, false, 0],
+          [119_999, false, 0],
+          [120_000, false, 0], // no trigger: still pending
+        ];
+        for (const [now, trigger, covered] of rows) {
+          expect(await counters.coalesce('k', now, I, trigger), `at ${now}`).toBe(covered);
+        }
+        expect(await counters.flushCoalesced('k', 120_000, I)).toBe(3);
+        expect(await counters.flushCoalesced('k', 200_000, I)).toBe(0); // nothing pending
+        expect(await counters.coalesce('k', 180_000 + 1, I, true)).toBe(1);
+      });
+
+      it('occurrences that may not trigger never alert on their own, not even as a trailing alert', async () => {
+        counters = make();
+        for (let i = 0; i < 5; i++) expect(await counters.coalesce('k', i, 60_000, false)).toBe(0);
+        expect(await counters.flushCoalesced('k', 120_000, 60_000)).toBe(0);
+        expect(await counters.coalesce('k', 130_000, 60_000, true)).toBe(6); // the next real alert covers them
+      });
+
+      it('flush before the interval is over sends nothing', async () => {
+        counters = make();
+        await counters.coalesce('k', 0, 60_000, true);
+        await counters.coalesce('k', 10, 60_000, true);
+        expect(await counters.flushCoalesced('k', 59_999, 60_000)).toBe(0);
+        expect(await counters.flushCoalesced('k', 60_000, 60_000)).toBe(1);
+      });
+    });
+  });
+}
+
+describe('MemoryCounters memory bounds', () => {
   it('sweeps expired entries and caps every map', () => {
-    counters = new MemoryCounters({ maxEntries: 100 });
+    const counters = (memory = new MemoryCounters({ maxEntries: 100 }));
     for (let i = 0; i < 1000; i++) {
       counters.hit(`w${i}`, 1000, 0);
       counters.add(`v${i}`, 1, 1000, 0);
@@ -104,44 +226,5 @@ describe('fixed-window counter', () => {
     expect(counters.sizes).toEqual({ windows: 100, values: 100, backoffs: 100, coalesced: 100 });
     counters.sweep(HOUR + 1);
     expect(counters.sizes).toEqual({ windows: 0, values: 0, backoffs: 0, coalesced: 0 });
-  });
-});
-
-describe('coalescer', () => {
-  it('leading alert, then counts until the interval is over; trailing flush carries the rest', () => {
-    counters = new MemoryCounters();
-    const I = 60_000;
-    // [now, trigger, expected covered]
-    const rows: [number, boolean, number][] = [
-      [0, true, 1], // first attempt alerts at once
-      [1_000, true, 0],
-      [2_000, false, 0], // an ip_backoff attempt: counted, never alerts by itself
-      [59_999, true, 0],
-      [60_000, true, 4], // 3 pending + this one
-      [61_000, false, 0],
-      [119_999, false, 0],
-      [120_000, false, 0], // no trigger: still pending
-    ];
-    for (const [now, trigger, covered] of rows) {
-      expect(counters.coalesce('k', now, I, trigger), `at ${now}`).toBe(covered);
-    }
-    expect(counters.flushCoalesced('k', 120_000, I)).toBe(3);
-    expect(counters.flushCoalesced('k', 200_000, I)).toBe(0); // nothing pending
-    expect(counters.coalesce('k', 180_000 + 1, I, true)).toBe(1);
-  });
-
-  it('occurrences that may not trigger never alert on their own, not even as a trailing alert', () => {
-    counters = new MemoryCounters();
-    for (let i = 0; i < 5; i++) expect(counters.coalesce('k', i, 60_000, false)).toBe(0);
-    expect(counters.flushCoalesced('k', 120_000, 60_000)).toBe(0);
-    expect(counters.coalesce('k', 130_000, 60_000, true)).toBe(6); // the next real alert covers them
-  });
-
-  it('flush before the interval is over sends nothing', () => {
-    counters = new MemoryCounters();
-    counters.coalesce('k', 0, 60_000, true);
-    counters.coalesce('k', 10, 60_000, true);
-    expect(counters.flushCoalesced('k', 59_999, 60_000)).toBe(0);
-    expect(counters.flushCoalesced('k', 60_000, 60_000)).toBe(1);
   });
 });

@@ -1,11 +1,12 @@
 import { Type } from 'typebox';
 import type { ApiDeps, ApiServer } from '../context.js';
 
-const Health = Type.Object({ status: Type.String() });
+const Health = Type.Object({ status: Type.String(), degraded: Type.Optional(Type.Array(Type.String())) });
 
 /**
  * Liveness says the process answers; readiness says it can serve: the store answers, and the KEK
- * (an HSM round trip with `kek: pkcs11`) does. The status names what is missing.
+ * (an HSM round trip with `kek: pkcs11`) does. The status names what is missing, or what is
+ * degraded without stopping service (`redis`).
  */
 export function healthRoutes(app: ApiServer, deps: ApiDeps): void {
   app.get('/healthz', { schema: { hide: true, response: { 200: Health } } }, () =>
@@ -21,7 +22,9 @@ export function healthRoutes(app: ApiServer, deps: ApiDeps): void {
         return reply.code(503).send({ status: 'store_unavailable' });
       }
       if (!(await deps.vault.healthy())) return reply.code(503).send({ status: 'kek_unavailable' });
-      return { status: 'ready' };
+      // Still ready (DESIGN §9): with Redis away, limits are counted per process and nothing fails.
+      const degraded = deps.degraded?.() ?? [];
+      return degraded.length === 0 ? { status: 'ready' } : { status: 'degraded', degraded: [...degraded] };
     },
   );
 }

@@ -1,0 +1,120 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { errorName } from '../errors/summary.js';
+import type { RedisConnection } from './redis-connection.js';
+
+/**
+ * What a change makes stale in the caches of every process (DESIGN §9):
+ * - `tokens`: token lookups (revoke, revoke-all, token edit, key rotation or deletion);
+ * - `accounts`: per-account state read from the store (plan, API keys), after an account change;
+ * - `all`: everything (sent by nobody; applied after a Redis reconnect, when messages may be lost).
+ */
+export type InvalidationScope = 'tokens' | 'accounts' | 'all';
+
+const SCOPES: ReadonlySet<string> = new Set<InvalidationScope>(['tokens', 'accounts', 'all']);
+export const INVALIDATION_CHANNEL = 'tokenproxy:invalidate';
+
+export interface Invalidation {
+  /**
+   * Drops what `scope` covers in this process at once (its next request reads the store) and tells
+   * every other process of the cluster to do the same. Never throws and never waits: without Redis
+   * the other processes' caches expire by themselves (token lookups after 1 s).
+   */
+  invalidate(scope: InvalidationScope): void;
+}
+
+export interface InvalidationOptions {
+  /** Undefined: one process, nobody else to tell. */
+  readonly connection: RedisConnection | undefined;
+  /** Drops this process's cached state for `scope`. */
+  readonly drop: (scope: InvalidationScope) => void;
+  readonly logger?: Logger | undefined;
+}
+
+/** The message a process publishes; `from` lets a process skip its own (it dropped already). */
+export function invalidationMessage(scope: InvalidationScope, from: string): string {
+  return JSON.stringify({ scope, from });
+}
+
+export function parseInvalidation(message: string): { scope: InvalidationScope; from: string } | undefined {
+  try {
+    const parsed = JSON.parse(message) as { scope?: unknown; from?: unknown };
+    if (typeof parsed.scope !== 'string' || !SCOPES.has(parsed.scope)) return undefined;
+    return { scope: parsed.scope as InvalidationScope, from: String(parsed.from) };
+  } catch {
+    return undefined;
+  }
+}
+
+export function createInvalidation(options: InvalidationOptions): Invalidation {
+  const { connection, drop, logger } = options;
+  const self = randomUUID();
+  if (connection !== undefined) {
+    connection.subscribe(
+      INVALIDATION_CHANNEL,
+      (message) => {
+        const parsed = parseInvalidation(message);
+        if (parsed !== undefined && parsed.from !== self) drop(parsed.scope);
+      },
+      // Changes published while the subscription was down are lost: forget everything instead.
+      () => drop('all'),
+    );
+  }
+  return {
+    invalidate(scope) {
+      drop(scope);
+      if (connection === undefined || !connection.up) return;
+      connection.client
+        .sendCommand(['PUBLISH', INVALIDATION_CHANNEL, invalidationMessage(scope, self)])
+        .catch((err: unknown) => {
+          // The others' token caches still expire within 1 s; the failure is the connection's to report.
+          connection.suspect(err);
+          logger?.debug({ err: errorName(err) }, 'invalidation not published');
+        });
+    },
+  };
+}
+
+/**
+ * For a process that changes the store but serves nothing (a CLI command such as a plan change):
+ * tells the running processes to drop `scope`. Resolves false when Redis did not take the message
+ * in time; their caches then expire by themselves (tokens within 1 s, plans within PLAN_TTL_MS).
+ */
+export async function publishInvalidationOnce(
+  settings: { readonly url: string; readonly ca?: string | undefined },
+  scope: InvalidationScope,
+  timeoutMs = 2_000,
+): Promise<boolean> {
+  const { createClient } = await import('@redis/client');
+  const { readFileSync } = await import('node:fs');
+  const { rootCertificates } = await import('node:tls');
+  const ca =
+    settings.url.startsWith('rediss:') && settings.ca !== undefined
+      ? [...rootCertificates, readFileSync(settings.ca, 'utf8')]
+      : undefined;
+  const client = createClient({
+    url: settings.url,
+    disableOfflineQueue: true,
+    socket: {
+      connectTimeout: timeoutMs,
+      reconnectStrategy: false,
+      ...(ca === undefined ? {} : { tls: true as const, ca }),
+    },
+  });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    await client.sendCommand(['PUBLISH', INVALIDATION_CHANNEL, invalidationMessage(scope, randomUUID())], {
+      timeout: timeoutMs,
+    });
+    return true;
+  } catch {
+    return false;
+  } finally {
+    try {
+      client.destroy();
+    } catch {
+      // never connected
+    }
+  }
+}

@@ -1,0 +1,200 @@
+import { readFileSync } from 'node:fs';
+import { rootCertificates } from 'node:tls';
+import { createClient, type RedisClientType } from '@redis/client';
+import type { Logger } from 'pino';
+
+/**
+ * The one owner of this process's Redis connections (DESIGN §9): a command connection for the
+ * counters and publishing, and a subscriber for invalidations (a subscribed connection takes no other
+ * commands). Both reconnect by themselves with capped exponential backoff.
+ *
+ * A request never waits for Redis to come back: the offline queue is off, so a command while the
+ * connection is down fails at once, and every command has a short timeout for a Redis that hangs.
+ * The callers (FallbackCounters, the invalidation bus) turn those failures into per-process work.
+ */
+
+/** A command that has not answered by then counts as failed (the request goes on without Redis). */
+export const REDIS_COMMAND_TIMEOUT_MS = 500;
+const CONNECT_TIMEOUT_MS = 5_000;
+const RECONNECT_BASE_MS = 100;
+const RECONNECT_MAX_MS = 5_000;
+const PROBE_EVERY_MS = 1_000;
+
+export interface RedisSettings {
+  /** `redis://` or `rediss://` URL (secret: it may hold a password; never logged). */
+  readonly url: string;
+  /** Extra CAs (PEM file) trusted for `rediss://`, besides the public ones. */
+  readonly ca?: string | undefined;
+}
+
+export type RedisClient = RedisClientType;
+
+export interface RedisConnection {
+  /** The command connection. Check `up` first; commands while down reject at once. */
+  readonly client: RedisClient;
+  /** The command connection is connected and ready. */
+  readonly up: boolean;
+  /** Called with true when the command connection becomes ready, false when it is lost. */
+  onChange(listener: (up: boolean) => void): void;
+  /**
+   * A command failed or timed out while the connection looked ready (a Redis that hangs): counts as
+   * down until a PING answers again, so requests stop waiting for command timeouts meanwhile.
+   */
+  suspect(err: unknown): void;
+  /**
+   * Subscribes to `channel`. `onResync` is called each time the subscription comes back after being
+   * lost (messages may have been missed meanwhile), not on the first connection.
+   */
+  subscribe(channel: string, onMessage: (message: string) => void, onResync: () => void): void;
+  close(): Promise<void>;
+}
+
+/** Wait before reconnect attempt `retries` (0-based): 100 ms doubling to 5 s, with jitter. */
+export function reconnectDelayMs(retries: number, random: () => number = Math.random): number {
+  const base = Math.min(RECONNECT_BASE_MS * 2 ** Math.min(retries, 16), RECONNECT_MAX_MS);
+  // Up to 20 % less, so the processes of a cluster do not reconnect in lockstep.
+  return Math.round(base * (1 - 0.2 * random()));
+}
+
+/** The URL with any password replaced, for log lines and error messages. */
+export function redactRedisUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password !== '') parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return '(unparsable redis URL)';
+  }
+}
+
+/**
+ * Creates both connections and starts connecting in the background: the server starts whether or
+ * not Redis answers (DESIGN §9), logging one warning per lost/regained transition.
+ */
+export function connectRedis(settings: RedisSettings, logger: Logger): RedisConnection {
+  const tls = settings.url.startsWith('rediss:');
+  const ca =
+    tls && settings.ca !== undefined ? [...rootCertificates, readFileSync(settings.ca, 'utf8')] : undefined;
+  const client = createClient({
+    url: settings.url,
+    disableOfflineQueue: true,
+    commandOptions: { timeout: REDIS_COMMAND_TIMEOUT_MS },
+    socket: {
+      connectTimeout: CONNECT_TIMEOUT_MS,
+      reconnectStrategy: (retries) => reconnectDelayMs(retries),
+      ...(ca === undefined ? {} : { tls: true as const, ca }),
+    },
+  }) as RedisClient;
+  const subscriber = client.duplicate();
+  const where = redactRedisUrl(settings.url);
+  const listeners: Array<(up: boolean) => void> = [];
+  let up = false;
+  let everUp = false;
+  let closed = false;
+
+  const set = (now: boolean, err?: unknown): void => {
+    if (now === up || closed) return;
+    up = now;
+    if (now) {
+      if (everUp) logger.warn({ redis: where }, 'Redis is back: limits are shared across the cluster again');
+      else logger.info({ redis: where }, 'connected to Redis');
+      everUp = true;
+    } else {
+      logger.warn(
+        { redis: where, err: errorText(err) },
+        'Redis is unreachable: limits are counted per process until it returns; retrying in the background',
+      );
+    }
+    for (const listener of listeners) listener(now);
+  };
+  // node-redis emits 'error' for every failed reconnect attempt; the transitions are what we log.
+  client.on('error', (err: unknown) => set(false, err));
+  client.on('end', () => set(false));
+  client.on('ready', () => set(true));
+  subscriber.on('error', () => undefined);
+
+  const warnUnreachable = (err: unknown): void => {
+    if (!everUp && !closed) {
+      logger.warn(
+        { redis: where, err: errorText(err) },
+        'Redis is unreachable at start: starting anyway with per-process limits; retrying in the background',
+      );
+    }
+  };
+  let probing: NodeJS.Timeout | undefined;
+  const probe = (): void => {
+    if (probing !== undefined || closed) return;
+    probing = setInterval(() => {
+      // Not ready: the reconnect and its 'ready' event bring the connection back instead.
+      if (!client.isReady) return;
+      client.sendCommand(['PING']).then(
+        () => {
+          clearInterval(probing);
+          probing = undefined;
+          set(true);
+        },
+        () => undefined,
+      );
+    }, PROBE_EVERY_MS);
+    probing.unref();
+  };
+  client.connect().catch(warnUnreachable);
+  // The first failed attempt is reported at once; connect() itself keeps retrying.
+  client.once('error', warnUnreachable);
+  subscriber.connect().catch(() => undefined);
+
+  return {
+    client,
+    get up() {
+      return up;
+    },
+    onChange(listener) {
+      listeners.push(listener);
+    },
+    suspect(err) {
+      if (!up) return;
+      set(false, err);
+      probe();
+    },
+    subscribe(channel, onMessage, onResync) {
+      let subscribedOnce = false;
+      let lost = false;
+      subscriber.on('end', () => (lost = true));
+      subscriber.on('error', () => (lost = subscribedOnce));
+      subscriber.on('ready', () => {
+        // node-redis resubscribes by itself on reconnect; what was published meanwhile is lost.
+        if (lost) onResync();
+        lost = false;
+      });
+      const attempt = (): void => {
+        if (closed) return;
+        subscriber
+          .subscribe(channel, (message) => onMessage(message))
+          .then(
+            () => (subscribedOnce = true),
+            // Not connected yet: the offline queue is off, so try again once it is.
+            () => subscriber.once('ready', attempt),
+          );
+      };
+      attempt();
+    },
+    async close() {
+      closed = true;
+      clearInterval(probing);
+      for (const c of [client, subscriber]) {
+        try {
+          c.destroy();
+        } catch {
+          // Never connected: nothing to destroy.
+        }
+      }
+      await Promise.resolve();
+    },
+  };
+}
+
+function errorText(err: unknown): string | undefined {
+  if (err === undefined) return undefined;
+  // Redis errors carry no secret, but a connection error's message may repeat the host; keep it short.
+  return err instanceof Error ? err.message.slice(0, 200) : 'unknown error';
+}

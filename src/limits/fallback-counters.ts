@@ -1,0 +1,118 @@
+import type {
+  BackoffPolicy,
+  Counters,
+  MaybePromise,
+  MemoryCounters,
+  Reservation,
+  Strike,
+  WindowCount,
+} from './counters.js';
+
+/** What FallbackCounters needs to know of the Redis connection. */
+export interface SharedHealth {
+  readonly up: boolean;
+  /** A command failed while the connection looked up: treat Redis as away until it answers again. */
+  suspect(err: unknown): void;
+}
+
+/**
+ * Shared counters while Redis is up, this process's own while it is away (DESIGN §9): a limit is
+ * never a reason to fail a request. A call that fails in Redis is answered by the memory counters at
+ * once (the connection has no offline queue and a short command timeout), and the connection is
+ * marked down, so the next calls skip Redis without waiting until it answers again. The connection
+ * logs each transition once; nothing here logs per request.
+ *
+ * Counts made in memory during an outage stay in memory: when Redis returns, the shared counts go
+ * on from what Redis holds (docs/decisions.md says what that means for each limit).
+ */
+export class FallbackCounters implements Counters {
+  readonly #shared: Counters;
+  readonly #local: MemoryCounters;
+  readonly #health: SharedHealth;
+
+  constructor(shared: Counters, local: MemoryCounters, health: SharedHealth) {
+    this.#shared = shared;
+    this.#local = local;
+    this.#health = health;
+  }
+
+  /** True while counts go to Redis (tests, metrics). */
+  get sharing(): boolean {
+    return this.#health.up;
+  }
+
+  hit(key: string, windowMs: number, now: number): MaybePromise<WindowCount> {
+    if (!this.#health.up) return this.#memoryHit(key, windowMs, now);
+    return this.#either(this.#shared.hit(key, windowMs, now), () => this.#memoryHit(key, windowMs, now));
+  }
+
+  seed(key: string, value: number, expiresAt: number, now: number): MaybePromise<number> {
+    if (!this.#health.up) return this.#local.seed(key, value, expiresAt, now);
+    return this.#either(this.#shared.seed(key, value, expiresAt, now), () =>
+      this.#local.seed(key, value, expiresAt, now),
+    );
+  }
+
+  add(key: string, by: number, expiresAt: number, now: number): MaybePromise<number> {
+    if (!this.#health.up) return this.#local.add(key, by, expiresAt, now);
+    return this.#either(this.#shared.add(key, by, expiresAt, now), () =>
+      this.#local.add(key, by, expiresAt, now),
+    );
+  }
+
+  reserve(
+    key: string,
+    amount: number,
+    limit: number,
+    expiresAt: number,
+    now: number,
+  ): MaybePromise<Reservation> {
+    if (!this.#health.up) return this.#local.reserve(key, amount, limit, expiresAt, now);
+    return this.#either(this.#shared.reserve(key, amount, limit, expiresAt, now), () =>
+      this.#local.reserve(key, amount, limit, expiresAt, now),
+    );
+  }
+
+  strike(key: string, now: number, policy: BackoffPolicy): MaybePromise<Strike> {
+    if (!this.#health.up) return this.#local.strike(key, now, policy);
+    return this.#either(this.#shared.strike(key, now, policy), () => this.#local.strike(key, now, policy));
+  }
+
+  waiting(key: string, now: number, policy: BackoffPolicy): MaybePromise<number> {
+    if (!this.#health.up) return this.#local.waiting(key, now, policy);
+    return this.#either(this.#shared.waiting(key, now, policy), () => this.#local.waiting(key, now, policy));
+  }
+
+  coalesce(key: string, now: number, intervalMs: number, trigger: boolean): MaybePromise<number> {
+    if (!this.#health.up) return this.#local.coalesce(key, now, intervalMs, trigger);
+    return this.#either(this.#shared.coalesce(key, now, intervalMs, trigger), () =>
+      this.#local.coalesce(key, now, intervalMs, trigger),
+    );
+  }
+
+  flushCoalesced(key: string, now: number, intervalMs: number): MaybePromise<number> {
+    if (!this.#health.up) return this.#local.flushCoalesced(key, now, intervalMs);
+    return this.#either(this.#shared.flushCoalesced(key, now, intervalMs), () =>
+      this.#local.flushCoalesced(key, now, intervalMs),
+    );
+  }
+
+  close(): void {
+    this.#shared.close();
+    this.#local.close();
+  }
+
+  /** The memory window is live (it changes with the next hit): hand out a copy like Redis does. */
+  #memoryHit(key: string, windowMs: number, now: number): WindowCount {
+    const w = this.#local.hit(key, windowMs, now);
+    return { count: w.count, resetAt: w.resetAt };
+  }
+
+  #either<T>(shared: MaybePromise<T>, local: () => T): MaybePromise<T> {
+    if (!(shared instanceof Promise)) return shared;
+    return shared.catch((err: unknown) => {
+      this.#health.suspect(err);
+      return local();
+    });
+  }
+}

@@ -1,0 +1,98 @@
+import type { RedisClient } from '../cluster/redis-connection.js';
+import type { BackoffPolicy, Counters, Reservation, Strike, WindowCount } from './counters.js';
+import { ADD, COALESCE, FLUSH, HIT, RESERVE, SEED, STRIKE, type LuaScript } from './redis-scripts.js';
+
+/** Every key of tokenproxy in a shared Redis starts with this (one Redis may serve other programs). */
+export const KEY_PREFIX = 'tokenproxy:';
+
+/**
+ * Counters shared by every process on one Redis (DESIGN §9): each operation is one Lua script
+ * (redis-scripts.ts), so limits are exact across the cluster and answer exactly what MemoryCounters
+ * answers for the same calls. Every call returns a promise, which rejects at once when Redis is
+ * down (the connection's offline queue is off): FallbackCounters handles that.
+ *
+ * The whole logical key is the hash tag (`tokenproxy:{rl:…}`), so each key lives in one Redis Cluster
+ * slot, and a key of one operation never straddles two.
+ */
+export class RedisCounters implements Counters {
+  readonly #client: RedisClient;
+
+  constructor(client: RedisClient) {
+    this.#client = client;
+  }
+
+  async hit(key: string, windowMs: number, now: number): Promise<WindowCount> {
+    const [count, resetAt] = (await this.#run(HIT, key, now, windowMs)) as [string, string];
+    return { count: Number(count), resetAt: Number(resetAt) };
+  }
+
+  async seed(key: string, value: number, expiresAt: number, now: number): Promise<number> {
+    return Number(await this.#run(SEED, key, now, value, expiresAt));
+  }
+
+  async add(key: string, by: number, expiresAt: number, now: number): Promise<number> {
+    return Number(await this.#run(ADD, key, now, by, expiresAt));
+  }
+
+  async reserve(
+    key: string,
+    amount: number,
+    limit: number,
+    expiresAt: number,
+    now: number,
+  ): Promise<Reservation> {
+    const [ok, total] = (await this.#run(RESERVE, key, now, amount, limit, expiresAt)) as [number, string];
+    return { ok: ok === 1, total: Number(total) };
+  }
+
+  async strike(key: string, now: number, policy: BackoffPolicy): Promise<Strike> {
+    const [blocked, waitMs] = (await this.#run(
+      STRIKE,
+      key,
+      now,
+      policy.baseMs,
+      policy.maxMs,
+      policy.resetAfterMs,
+    )) as [number, string];
+    return { blocked: blocked === 1, waitMs: Number(waitMs) };
+  }
+
+  /** A read: one HMGET is atomic, no script needed. */
+  async waiting(key: string, now: number, policy: BackoffPolicy): Promise<number> {
+    const [, last, until] = await this.#client.sendCommand<[string | null, string | null, string | null]>([
+      'HMGET',
+      redisKey(key),
+      'a',
+      'l',
+      'u',
+    ]);
+    if (last === null || until === null || now - Number(last) >= policy.resetAfterMs) return 0;
+    return Math.max(0, Number(until) - now);
+  }
+
+  async coalesce(key: string, now: number, intervalMs: number, trigger: boolean): Promise<number> {
+    return Number(await this.#run(COALESCE, key, now, intervalMs, trigger ? 1 : 0));
+  }
+
+  async flushCoalesced(key: string, now: number, intervalMs: number): Promise<number> {
+    return Number(await this.#run(FLUSH, key, now, intervalMs));
+  }
+
+  /** The connection belongs to RedisConnection, which closes it. */
+  close(): void {}
+
+  /** EVALSHA, and EVAL once when Redis does not know the script (first use, restart, SCRIPT FLUSH). */
+  async #run(script: LuaScript, key: string, ...args: number[]): Promise<unknown> {
+    const rest = [redisKey(key), ...args.map(String)];
+    try {
+      return await this.#client.sendCommand(['EVALSHA', script.sha1, '1', ...rest]);
+    } catch (err) {
+      if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
+      return this.#client.sendCommand(['EVAL', script.source, '1', ...rest]);
+    }
+  }
+}
+
+export function redisKey(key: string): string {
+  return `${KEY_PREFIX}{${key}}`;
+}

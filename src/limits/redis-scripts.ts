@@ -1,0 +1,143 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * One Lua script per Counters operation: Redis runs a script atomically, so each check-and-count is
+ * one step however many processes share the key. Each script touches only KEYS[1], so on Redis
+ * Cluster it runs in that key's slot. Every number crosses the boundary as a string formatted with
+ * %.17g, which round-trips a double exactly: the answers equal MemoryCounters' to the last bit
+ * (Lua's tostring and Redis's integer replies would round or truncate).
+ *
+ * Times are the caller's `now` (ms since the epoch), never Redis's clock, so a script answers what
+ * MemoryCounters would answer for the same calls. Keys expire by relative PEXPIRE (the remaining
+ * life plus EXPIRY_SLACK_MS): memory is reclaimed even when the processes' clocks disagree slightly
+ * with Redis's, and the script's own comparison decides whether a value is still live.
+ */
+
+export interface LuaScript {
+  readonly source: string;
+  readonly sha1: string;
+}
+
+export const EXPIRY_SLACK_MS = 1_000;
+
+const PRELUDE = `
+local function s(x) return string.format('%.17g', x) end
+local function ttl(k, ms) redis.call('PEXPIRE', k, math.max(1, math.ceil(ms)) + ${EXPIRY_SLACK_MS}) end
+local k = KEYS[1]
+local now = tonumber(ARGV[1])
+`;
+
+function script(body: string): LuaScript {
+  const source = PRELUDE + body;
+  return { source, sha1: createHash('sha1').update(source).digest('hex') };
+}
+
+/** ARGV: now, windowMs → {count, resetAt}. Fields c (count), r (window end). */
+export const HIT = script(`
+local win = tonumber(ARGV[2])
+local v = redis.call('HMGET', k, 'c', 'r')
+local c = tonumber(v[1])
+local r = tonumber(v[2])
+if c == nil or r == nil or now >= r then
+  c = 1
+  r = now + win
+  redis.call('HSET', k, 'c', 1, 'r', s(r))
+  ttl(k, win)
+else
+  c = redis.call('HINCRBY', k, 'c', 1)
+end
+return {s(c), s(r)}
+`);
+
+/** ARGV: now, value, expiresAt → the value held after. Fields v (value), e (expiry). */
+export const SEED = script(`
+local v = redis.call('HMGET', k, 'v', 'e')
+if v[1] and now < tonumber(v[2]) then return v[1] end
+local e = tonumber(ARGV[3])
+redis.call('HSET', k, 'v', s(tonumber(ARGV[2])), 'e', s(e))
+ttl(k, e - now)
+return s(tonumber(ARGV[2]))
+`);
+
+/** ARGV: now, by, expiresAt → the sum. */
+export const ADD = script(`
+local by = tonumber(ARGV[2])
+local v = redis.call('HMGET', k, 'v', 'e')
+if v[1] and now < tonumber(v[2]) then
+  local n = tonumber(v[1]) + by
+  redis.call('HSET', k, 'v', s(n))
+  return s(n)
+end
+local e = tonumber(ARGV[3])
+redis.call('HSET', k, 'v', s(by), 'e', s(e))
+ttl(k, e - now)
+return s(by)
+`);
+
+/** ARGV: now, amount, limit, expiresAt → {1|0, total}. */
+export const RESERVE = script(`
+local amount = tonumber(ARGV[2])
+local limit = tonumber(ARGV[3])
+local v = redis.call('HMGET', k, 'v', 'e')
+local live = v[1] and now < tonumber(v[2])
+local cur = 0
+if live then cur = tonumber(v[1]) end
+local sum = cur + amount
+if sum > limit then return {0, s(cur)} end
+if live then
+  redis.call('HSET', k, 'v', s(sum))
+else
+  local e = tonumber(ARGV[4])
+  redis.call('HSET', k, 'v', s(sum), 'e', s(e))
+  ttl(k, e - now)
+end
+return {1, s(sum)}
+`);
+
+/** ARGV: now, baseMs, maxMs, resetAfterMs → {blocked 1|0, waitMs}. Fields a (attempts), l (last), u (until). */
+export const STRIKE = script(`
+local base = tonumber(ARGV[2])
+local max = tonumber(ARGV[3])
+local reset = tonumber(ARGV[4])
+local v = redis.call('HMGET', k, 'a', 'l', 'u')
+local a = tonumber(v[1])
+local l = tonumber(v[2])
+local u = tonumber(v[3])
+if a == nil or l == nil or u == nil or now - l >= reset then
+  a = 0
+  u = now
+end
+local blocked = 0
+if now < u then blocked = 1 end
+a = a + 1
+local wait = math.min(base * 2 ^ math.min(a - 1, 52), max)
+redis.call('HSET', k, 'a', a, 'l', s(now), 'u', s(now + wait))
+ttl(k, reset)
+return {blocked, s(wait)}
+`);
+
+/** ARGV: now, intervalMs, trigger 1|0 → alerts covered. Fields p (pending), s (sent at; absent = never). */
+export const COALESCE = script(`
+local interval = tonumber(ARGV[2])
+local v = redis.call('HMGET', k, 'p', 's')
+local p = (tonumber(v[1]) or 0) + 1
+local sent = tonumber(v[2])
+ttl(k, 10 * interval)
+if ARGV[3] ~= '1' or (sent ~= nil and now - sent < interval) then
+  redis.call('HSET', k, 'p', p)
+  return '0'
+end
+redis.call('HSET', k, 'p', 0, 's', s(now))
+return s(p)
+`);
+
+/** ARGV: now, intervalMs → alerts covered by the trailing alert. */
+export const FLUSH = script(`
+local interval = tonumber(ARGV[2])
+local v = redis.call('HMGET', k, 'p', 's')
+local p = tonumber(v[1]) or 0
+local sent = tonumber(v[2])
+if p == 0 or sent == nil or now - sent < interval then return '0' end
+redis.call('HSET', k, 'p', 0, 's', s(now))
+return s(p)
+`);
