@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { REFUSAL_REASONS } from '../requestlog/rollups.js';
-import { RateLimitSchema } from './schemas.js';
+import { BudgetSchema, RateLimitSchema } from './schemas.js';
 
 /** Schemas of the endpoints the dashboard added (DESIGN §12): token edits, the kill switch, usage. */
 
@@ -19,6 +19,7 @@ export const PatchTokenBody = Type.Object(
     ),
     rate_limit: Type.Optional(Type.Union([RateLimitSchema, Type.Null()], { description: 'null removes it' })),
     expires_at: Type.Optional(Type.Union([Timestamp, Type.Null()], { description: 'null: never expires' })),
+    budget: Type.Optional(Type.Union([BudgetSchema, Type.Null()], { description: 'null removes it' })),
   },
   { additionalProperties: false },
 );

@@ -36,6 +36,11 @@ export interface Strike {
   readonly waitMs: number;
 }
 
+export interface Reservation {
+  readonly ok: boolean;
+  readonly total: number;
+}
+
 export interface Counters {
   /**
    * Fixed-window count: adds 1 to `key` and returns the new count. The first hit (or the first after
@@ -46,6 +51,17 @@ export interface Counters {
   seed(key: string, value: number, expiresAt: number, now: number): MaybePromise<number>;
   /** Adds `by` to `key` (absent or expired counts as 0) and returns the sum; it lives until `expiresAt`. */
   add(key: string, by: number, expiresAt: number, now: number): MaybePromise<number>;
+  /**
+   * Adds `amount` to `key` only when the sum stays within `limit` (absent or expired counts as 0);
+   * the key lives until `expiresAt`. Returns whether it was added and the sum after the call.
+   */
+  reserve(
+    key: string,
+    amount: number,
+    limit: number,
+    expiresAt: number,
+    now: number,
+  ): MaybePromise<Reservation>;
   /**
    * Records one refused attempt for `key` under exponential backoff: the wait doubles with each
    * attempt (capped) and restarts from this attempt. Says whether the key was still waiting.
@@ -153,6 +169,21 @@ export class MemoryCounters implements Counters {
     if (v === undefined) this.#room(this.#values);
     this.#values.set(key, { value: by, expiresAt });
     return by;
+  }
+
+  reserve(key: string, amount: number, limit: number, expiresAt: number, now: number): Reservation {
+    this.#lastNow = now;
+    const v = this.#values.get(key);
+    const live = v !== undefined && now < v.expiresAt;
+    const current = live ? v.value : 0;
+    if (current + amount > limit) return { ok: false, total: current };
+    if (live) {
+      v.value += amount;
+    } else {
+      if (v === undefined) this.#room(this.#values);
+      this.#values.set(key, { value: amount, expiresAt });
+    }
+    return { ok: true, total: current + amount };
   }
 
   strike(key: string, now: number, policy: BackoffPolicy): Strike {

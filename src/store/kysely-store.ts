@@ -11,6 +11,7 @@ import { KyselyAnomalyRepo, KyselyRequestLogRepo } from './kysely/logs.js';
 import { KyselySessionRepo } from './kysely/sessions.js';
 import { KyselyTokenRepo } from './kysely/tokens.js';
 import { KyselyUsageRollupRepo } from './kysely/usage-rollups.js';
+import { KyselyUsageModelRollupRepo } from './kysely/usage-model-rollups.js';
 import { KyselyWebhookRepo } from './kysely/webhooks.js';
 import { migrateToLatest } from './migrate.js';
 import type { Database } from './schema.js';
@@ -31,6 +32,7 @@ export class KyselyStore implements Store {
   readonly keks: KyselyKekRepo;
   readonly sessions: KyselySessionRepo;
   readonly usageRollups: KyselyUsageRollupRepo;
+  readonly usageModelRollups: KyselyUsageModelRollupRepo;
   private closing: Promise<void> | undefined;
 
   constructor(
@@ -51,6 +53,7 @@ export class KyselyStore implements Store {
     this.keks = new KyselyKekRepo(ctx);
     this.sessions = new KyselySessionRepo(ctx);
     this.usageRollups = new KyselyUsageRollupRepo(ctx);
+    this.usageModelRollups = new KyselyUsageModelRollupRepo(ctx);
   }
 
   async ping(): Promise<void> {

@@ -1,3 +1,4 @@
+import type { Budget } from '../usage/budget.js';
 import type {
   AccountRecord,
   AnomalyEntry,
@@ -14,7 +15,12 @@ import type {
   TokenRecord,
   TokenStatus,
 } from './records.js';
-import type { DeliveryRecord, SessionRepo, UsageRollupRepo } from './dashboard-records.js';
+import type {
+  DeliveryRecord,
+  SessionRepo,
+  UsageModelRollupRepo,
+  UsageRollupRepo,
+} from './dashboard-records.js';
 
 /**
  * The data layer: one interface, implemented once on Kysely for SQLite and PostgreSQL
@@ -35,6 +41,7 @@ export interface Store {
   readonly keks: KekRepo;
   readonly sessions: SessionRepo;
   readonly usageRollups: UsageRollupRepo;
+  readonly usageModelRollups: UsageModelRollupRepo;
   /** Resolves when the database answers a trivial query; rejects with StoreUnavailableError. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -53,6 +60,7 @@ export interface NewAccount {
 export interface AccountPatch {
   readonly name?: string;
   readonly alertEmail?: string | null;
+  readonly budget?: Budget | null;
 }
 
 export interface AccountRepo {
@@ -123,6 +131,7 @@ export interface NewToken {
   readonly authorizedOrigins: readonly string[];
   readonly authorizedIps: readonly string[];
   readonly rateLimit: RateLimit | null;
+  readonly budget?: Budget | null | undefined;
   readonly expiresAt: string | null;
   readonly createdAt: string;
 }
@@ -142,6 +151,7 @@ export interface TokenPatch {
   readonly authorizedIps?: readonly string[] | undefined;
   readonly rateLimit?: RateLimit | null | undefined;
   readonly expiresAt?: string | null | undefined;
+  readonly budget?: Budget | null | undefined;
 }
 
 export interface TokenRevocation {

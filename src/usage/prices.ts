@@ -146,7 +146,11 @@ export class PriceTable {
 }
 
 /** Cost in micro-USD, rounded up; null when the model has no price or a count is unknown. */
-export function costMicros(price: Price | undefined, input: number | null, output: number | null): number | null {
+export function costMicros(
+  price: Price | undefined,
+  input: number | null,
+  output: number | null,
+): number | null {
   if (price === undefined || (input === null && output === null)) return null;
   return Math.ceil((input ?? 0) * price.input + (output ?? 0) * price.output);
 }

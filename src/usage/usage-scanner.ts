@@ -103,18 +103,18 @@ export class UsageScanner {
 
   /** What the answer said so far; null for what it did not say. */
   usage(): Usage {
-    const v = this.#values;
+    const v = (field: Field): number => this.#values[field] as number;
     let input: number | null = null;
     let output: number | null = null;
-    if (v[Field.Prompt] >= 0) input = v[Field.Prompt];
-    if (v[Field.Completion] >= 0) output = v[Field.Completion];
-    if (v[Field.Input] >= 0) {
-      input = v[Field.Input] + Math.max(0, v[Field.CacheCreation]) + Math.max(0, v[Field.CacheRead]);
+    if (v(Field.Prompt) >= 0) input = v(Field.Prompt);
+    if (v(Field.Completion) >= 0) output = v(Field.Completion);
+    if (v(Field.Input) >= 0) {
+      input = v(Field.Input) + Math.max(0, v(Field.CacheCreation)) + Math.max(0, v(Field.CacheRead));
     }
-    if (v[Field.Output] >= 0) output = v[Field.Output];
-    if (v[Field.GeminiPrompt] >= 0) input = v[Field.GeminiPrompt];
-    if (v[Field.GeminiCandidates] >= 0 || v[Field.GeminiThoughts] >= 0) {
-      output = Math.max(0, v[Field.GeminiCandidates]) + Math.max(0, v[Field.GeminiThoughts]);
+    if (v(Field.Output) >= 0) output = v(Field.Output);
+    if (v(Field.GeminiPrompt) >= 0) input = v(Field.GeminiPrompt);
+    if (v(Field.GeminiCandidates) >= 0 || v(Field.GeminiThoughts) >= 0) {
+      output = Math.max(0, v(Field.GeminiCandidates)) + Math.max(0, v(Field.GeminiThoughts));
     }
     return { model: this.#model ?? this.#modelVersion, inputTokens: input, outputTokens: output };
   }

@@ -81,7 +81,11 @@ describe('price table validation', () => {
   const BAD: readonly [name: string, raw: unknown, message: RegExp][] = [
     ['not an object', [1], /must be an object/],
     ['provider not an object', { openai: 'cheap' }, /provider "openai" must map model names/],
-    ['price missing output', { openai: { 'gpt-x': { input: 1 } } }, /"openai" model "gpt-x" must be \{"input"/],
+    [
+      'price missing output',
+      { openai: { 'gpt-x': { input: 1 } } },
+      /"openai" model "gpt-x" must be \{"input"/,
+    ],
     ['negative price', { openai: { 'gpt-x': { input: -1, output: 1 } } }, /"gpt-x"/],
     ['price as text', { openai: { 'gpt-x': { input: '1', output: 1 } } }, /"gpt-x"/],
     ['unknown field', { openai: { 'gpt-x': { input: 1, output: 1, cached: 0.5 } } }, /"gpt-x"/],
@@ -94,7 +98,7 @@ describe('price table validation', () => {
     });
   }
 
-  it('loads the config file\'s prices over the defaults, model by model, at start', () => {
+  it("loads the config file's prices over the defaults, model by model, at start", () => {
     const config = loadConfig({
       flags: {},
       env: {},
