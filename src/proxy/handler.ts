@@ -76,6 +76,7 @@ export class ProxyHandler {
   /** Forgets cached token lookups: the next request reads the store (revoke, rotation, deletion). */
   invalidateCredentials(): void {
     this.tokens.clear();
+    this.deps.usage?.budgets?.forgetAccounts();
   }
 
   readonly handle = (req: IncomingMessage, res: ServerResponse): void => {

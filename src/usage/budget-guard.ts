@@ -101,6 +101,11 @@ export class BudgetGuard {
     this.#ttl = options.accountTtlMs ?? ACCOUNT_BUDGET_TTL_MS;
   }
 
+  /** Forgets the accounts' budgets: the next request reads them again (PATCH /v1/account). */
+  forgetAccounts(): void {
+    this.#accounts.clear();
+  }
+
   /** Whether the request needs a reservation: the token or its account has a budget. */
   applies(token: TokenRecord, now: number): MaybePromise<boolean> {
     if (token.budget !== null && token.budget !== undefined) return true;

@@ -48,6 +48,8 @@ export function accountRoutes(app: ApiServer, deps: ApiDeps): void {
         ...(alertEmail === undefined ? {} : { alertEmail }),
         ...(budget === undefined ? {} : { budget: budgetField(budget) }),
       });
+      // The proxy reads the account's budget again on its next request.
+      if (budget !== undefined) deps.onCredentialsChanged?.();
       return render(updated ?? request.account);
     },
   );
