@@ -203,6 +203,8 @@ export interface TokenRepo {
    * and commits the event `emit` builds for each, in one transaction. Returns the revoked tokens.
    */
   revokeAll(accountId: string, at: string, emit?: TokenEventBuilder): Promise<readonly TokenRecord[]>;
+  /** The account's tokens that have a budget (GET /v1/usage's spend against budgets). */
+  withBudgets(accountId: string): Promise<readonly TokenRecord[]>;
   /** Lookup for the proxy by digest of the sanitized token; any status. */
   findByDigest(digest: string): Promise<TokenWithKey | undefined>;
   /**

@@ -14,6 +14,12 @@
 
 /** Longest key, colon, whitespace and value read across a chunk boundary; longer values are ignored. */
 export const MAX_TAIL = 160;
+/**
+ * The model is looked for in the answer's first bytes only: OpenAI and Anthropic name it at the
+ * start (and in every SSE chunk), and `"model` is slow to search for in long text full of quotes.
+ * Gemini's `modelVersion` comes last, so in long Gemini answers the model comes from the path.
+ */
+export const MODEL_WINDOW = 4096;
 /** Longest model name kept; a longer one is not a model name we can price. */
 export const MAX_MODEL_LENGTH = 100;
 
@@ -74,11 +80,18 @@ export class UsageScanner {
   readonly #tail = Buffer.allocUnsafe(MAX_TAIL);
   #tailLength = 0;
   readonly #junction = Buffer.allocUnsafe(2 * MAX_TAIL);
+  /** Bytes of the answer seen before the current chunk. */
+  #seen = 0;
 
   /** Reads `chunk`; the caller keeps passing the same chunk on, unchanged. */
   write(chunk: Buffer): void {
     const len = chunk.length;
     if (len === 0) return;
+    this.#write(chunk, len);
+    this.#seen += len;
+  }
+
+  #write(chunk: Buffer, len: number): void {
     if (this.#tailLength > 0) {
       // Keys that start in the tail: scan the tail joined to the chunk's start (a small copy).
       const junction = this.#junction;
@@ -135,7 +148,7 @@ export class UsageScanner {
       this.#numberKey(buf, at + GEMINI_END.length, GEMINI_KEYS);
       at = buf.indexOf(GEMINI_END, at + GEMINI_END.length);
     }
-    if (this.#model !== null) return;
+    if (this.#model !== null || this.#seen >= MODEL_WINDOW) return;
     at = buf.indexOf(MODEL);
     while (at !== -1 && this.#model === null) {
       this.#modelKey(buf, at + MODEL.length);

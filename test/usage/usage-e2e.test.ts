@@ -179,6 +179,45 @@ for (const fixture of databases) {
       );
       const spent = await h.db.store.usageModelRollups.spent(h.accountId, openaiTokenId, '2000-01-01');
       expect(spent.costMicros).toBe(sum((r) => r.costMicros));
+
+      // GET /v1/usage: by token and model over time, and spend against a budget.
+      await h.apiCall('PATCH', `/v1/tokens/${openaiTokenId}`, { budget: { amount_usd: 50, period: 'day' } });
+      const usage = await h.apiCall('GET', '/v1/usage?window=24h&bucket=1h');
+      expect(usage.status).toBe(200);
+      const body = usage.body as {
+        spend: {
+          cost_micros: number;
+          by_token: { token_id: string; cost_micros: number; input_tokens: number }[];
+          by_model: { model: string | null; requests: number }[];
+          buckets: { cost_micros: number }[];
+        };
+        budgets: {
+          scope: string;
+          token_id: string;
+          used: number;
+          limit: number;
+          unit: string;
+          fraction: number;
+        }[];
+      };
+      const mineSpend = body.spend.by_token.find((t) => t.token_id === openaiTokenId);
+      expect(mineSpend).toMatchObject({
+        cost_micros: sum((r) => r.costMicros),
+        input_tokens: sum((r) => r.inputTokens),
+      });
+      expect(body.spend.buckets.reduce((n, b) => n + b.cost_micros, 0)).toBe(body.spend.cost_micros);
+      expect(body.spend.by_model.find((m) => m.model === 'gpt-4o-2024-08-06')?.requests).toBe(
+        forwarded.filter((r) => r.model === 'gpt-4o-2024-08-06').length,
+      );
+      expect(body.budgets).toContainEqual(
+        expect.objectContaining({
+          scope: 'token',
+          token_id: openaiTokenId,
+          unit: 'usd',
+          limit: 50,
+          used: sum((r) => r.costMicros) / 1_000_000,
+        }),
+      );
     });
 
     it('a client that goes away mid-stream still gets a record, with what was said so far', async () => {

@@ -93,6 +93,18 @@ export class KyselyTokenRepo implements TokenRepo {
     });
   }
 
+  async withBudgets(accountId: string): Promise<readonly TokenRecord[]> {
+    const rows = await this.ctx.db
+      .selectFrom('tokens')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('budget', 'is not', null)
+      .orderBy('created_at')
+      .limit(1000)
+      .execute();
+    return rows.map(toToken);
+  }
+
   async get(accountId: string, tokenId: string): Promise<TokenRecord | undefined> {
     return findToken(this.ctx.db, accountId, tokenId);
   }
