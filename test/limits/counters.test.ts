@@ -93,6 +93,29 @@ describe('fixed-window counter', () => {
     expect(counters.add('q', 1, 200, 100)).toBe(1); // expired: starts over
   });
 
+  it('reserve adds only within the limit, shares the values of add, and restarts after expiry', () => {
+    counters = new MemoryCounters();
+    // [key, amount, limit, expiresAt, now, ok, total]
+    const rows: [string, number, number, number, number, boolean, number][] = [
+      ['r', 40, 100, 1000, 0, true, 40],
+      ['r', 60, 100, 1000, 1, true, 100], // exactly the limit fits
+      ['r', 1, 100, 1000, 2, false, 100], // one more does not, and changes nothing
+      ['r', 0, 100, 1000, 3, true, 100],
+      ['r', 150, 100, 2000, 1000, false, 0], // expired: counts as 0, and one request alone is too big
+      ['r', 30, 100, 2000, 1001, true, 30],
+      ['s', 5, 4, 1000, 0, false, 0],
+    ];
+    for (const [key, amount, limit, expiresAt, now, ok, total] of rows) {
+      expect(counters.reserve(key, amount, limit, expiresAt, now), `${key} +${amount} at ${now}`).toEqual({
+        ok,
+        total,
+      });
+    }
+    // Settling uses add, on the same value: a release makes room again.
+    expect(counters.add('r', -30, 2000, 1002)).toBe(0);
+    expect(counters.reserve('r', 100, 100, 2000, 1003)).toEqual({ ok: true, total: 100 });
+  });
+
   it('sweeps expired entries and caps every map', () => {
     counters = new MemoryCounters({ maxEntries: 100 });
     for (let i = 0; i < 1000; i++) {
