@@ -38,7 +38,7 @@ export function parsePrices(raw: unknown, where: string): PriceData {
       throw new ConfigError(`${where}: provider "${provider}" must map model names to prices: ${EXAMPLE}.`);
     }
     const table: Record<string, Price> = {};
-    for (const [model, value] of Object.entries(models)) {
+    for (const [model, value] of Object.entries(models as Record<string, unknown>)) {
       if (!MODEL_NAME.test(model)) {
         throw new ConfigError(
           `${where}: model name ${JSON.stringify(model)} of provider "${provider}" is not accepted; use the provider's model id (letters, digits, . _ : / @ -, up to 100).`,

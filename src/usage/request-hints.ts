@@ -16,7 +16,7 @@ export interface RequestHints {
 // naming two maxima must not be reserved for the smaller one.
 const MAX_KEYS =
   /"(?:max_tokens|max_output_tokens|max_completion_tokens|maxOutputTokens)"\s*:\s*(\d{1,12})\b/g;
-const MODEL = /"model"\s*:\s*"([^"\\\u0000-\u001f]{1,100})"/;
+const MODEL = /"model"\s*:\s*"([^"\\]{1,100})"/;
 
 export function requestHints(prefix: Buffer): RequestHints {
   const text = prefix.toString('latin1');
@@ -25,7 +25,9 @@ export function requestHints(prefix: Buffer): RequestHints {
     const n = Number(m[1]);
     if (max === null || n > max) max = n;
   }
-  const model = MODEL.exec(text)?.[1] ?? null;
+  const found = MODEL.exec(text)?.[1];
+  // A model name has no control characters; a string with them is not one.
+  const model = found === undefined || /[^\x20-\x7e\u00a0-\u00ff]/.test(found) ? null : found;
   return { model, maxOutputTokens: max };
 }
 

@@ -58,10 +58,10 @@ export class KyselyUsageModelRollupRepo implements UsageModelRollupRepo {
       hour: row.hour,
       tokenId: row.token_id,
       model: row.model,
-      requests: Number(row.requests),
-      inputTokens: Number(row.input_tokens),
-      outputTokens: Number(row.output_tokens),
-      costMicros: Number(row.cost_micros),
+      requests: row.requests,
+      inputTokens: row.input_tokens,
+      outputTokens: row.output_tokens,
+      costMicros: row.cost_micros,
     }));
   }
 
