@@ -345,12 +345,15 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   #reserved(a: BudgetAdmission): void {
     if (a === null) return; // the client left while its body was read
+    if (this.#clientGone) {
+      // Already recorded (on close) while the reservation was made: release it here.
+      if (a.ok) this.#ctx.deps.usage?.budgets?.settle(a.hold, NO_USAGE, this.#ctx.now());
+      return;
+    }
     if (!a.ok) return this.refuse('budget_exceeded', a.headers, a.message);
     this.#hold = a.hold;
     this.#body = a.body;
     this.#requestModel = a.model;
-    // The client may have left during the reservation: #record (on close) settles the hold.
-    if (this.#clientGone) return;
     this.#send();
   }
 
