@@ -123,7 +123,12 @@ describe('the real binary end to end: a proxied request is forwarded, logged, co
       input_tokens: expect.any(Number) as number,
       output_tokens: expect.any(Number) as number,
     });
-    expect(logs[0]).toMatchObject({ model: null, input_tokens: null, output_tokens: null, cost_micros: null });
+    expect(logs[0]).toMatchObject({
+      model: null,
+      input_tokens: null,
+      output_tokens: null,
+      cost_micros: null,
+    });
 
     const anomalies = (await api('GET', '/v1/anomalies')).body.data as Record<string, unknown>[];
     expect(anomalies).toEqual([
