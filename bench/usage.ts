@@ -68,6 +68,10 @@ async function main(): Promise<void> {
         latencyMs: 1,
         forwarded: !refused,
         errorCode: refused ? 'origin_not_allowed' : null,
+        model: null,
+        inputTokens: null,
+        outputTokens: null,
+        costMicros: null,
       };
       writer.write(record);
       if (i % 20_000 === 19_999) await writer.flush();

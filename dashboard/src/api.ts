@@ -67,6 +67,25 @@ export interface List<T> {
   next_cursor: string | null;
 }
 
+export interface Budget {
+  amount_usd?: number;
+  tokens?: number;
+  period: 'day' | 'month' | 'total';
+}
+
+/** Spend against one budget in its current period (GET /v1/usage `budgets`). */
+export interface BudgetStatus {
+  scope: 'account' | 'token';
+  token_id: string | null;
+  budget: Budget;
+  period: string;
+  used: number;
+  limit: number;
+  unit: 'usd' | 'tokens';
+  fraction: number;
+  resets_at: string | null;
+}
+
 export interface Account {
   account_id: string;
   name: string;
@@ -75,6 +94,7 @@ export interface Account {
   usage: { period_start: string; requests: number; active_tokens: number };
   alert_email: string | null;
   created_at: string;
+  budget: Budget | null;
 }
 
 export interface Token {
@@ -93,6 +113,7 @@ export interface Token {
   request_count: number;
   sanitized_key_hint: string;
   proxy_base_url: string;
+  budget: Budget | null;
 }
 
 export interface Key {
@@ -165,4 +186,6 @@ export interface Usage {
   refused: number;
   refused_by_reason: Record<string, number>;
   buckets: { start: string; forwarded: number; refused: number }[];
+  spend: { requests: number; input_tokens: number; output_tokens: number; cost_micros: number };
+  budgets: BudgetStatus[];
 }

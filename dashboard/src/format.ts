@@ -46,3 +46,16 @@ export function lines(text: string): string[] {
     .map((s) => s.trim())
     .filter((s) => s !== '');
 }
+
+/** "$3.20 / $20.00 this month" or "120,000 / 2,000,000 tokens today". */
+export function budgetUse(b: {
+  used: number;
+  limit: number;
+  unit: 'usd' | 'tokens';
+  budget: { period: string };
+}): string {
+  const amount = (n: number) => (b.unit === 'usd' ? `$${n.toFixed(2)}` : count(n));
+  const period =
+    b.budget.period === 'day' ? 'today' : b.budget.period === 'month' ? 'this month' : 'in total';
+  return `${amount(b.used)} / ${amount(b.limit)}${b.unit === 'tokens' ? ' tokens' : ''} ${period}`;
+}

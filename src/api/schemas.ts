@@ -30,6 +30,18 @@ export const RateLimitSchema = Type.Object(
   { additionalProperties: false },
 );
 
+export const BudgetSchema = Type.Object(
+  {
+    amount_usd: Type.Optional(Type.Number({ exclusiveMinimum: 0, description: 'a spend cap in USD' })),
+    tokens: Type.Optional(Type.Integer({ minimum: 1, description: 'a cap on input + output tokens' })),
+    period: Type.Union([Type.Literal('day'), Type.Literal('month'), Type.Literal('total')], {
+      description: 'UTC day, UTC calendar month, or all time',
+    }),
+  },
+  { additionalProperties: false, description: 'exactly one of amount_usd and tokens (docs/usage.md)' },
+);
+const NullableBudget = Type.Union([BudgetSchema, Type.Null()]);
+
 const TokenObjectSchema = Type.Object({
   token_id: Type.String(),
   name: Type.String(),
@@ -46,6 +58,7 @@ const TokenObjectSchema = Type.Object({
   request_count: Type.Integer(),
   sanitized_key_hint: Type.String(),
   proxy_base_url: Type.String(),
+  budget: NullableBudget,
 });
 
 const CreatedTokenObjectSchema = Type.Object({
@@ -74,6 +87,9 @@ const AccountObjectSchema = Type.Object({
   usage: Type.Object({ period_start: Timestamp, requests: Type.Integer(), active_tokens: Type.Integer() }),
   alert_email: Type.Union([Type.String(), Type.Null()]),
   created_at: Timestamp,
+  budget: Type.Union([BudgetSchema, Type.Null()], {
+    description: 'spend cap over all the tokens of the account',
+  }),
 });
 
 const ProviderObjectSchema = Type.Object({
@@ -100,6 +116,18 @@ const RequestLogObjectSchema = Type.Object({
   latency_ms: Type.Integer({ description: "time the proxy added, excluding the provider's" }),
   error_code: Type.Union([Type.String(), Type.Null()], {
     description: "the proxy's own error code when it answered itself (docs/errors.md); null when forwarded",
+  }),
+  model: Type.Union([Type.String(), Type.Null()], {
+    description: 'the model the request named or the answer reported; null when unknown',
+  }),
+  input_tokens: Type.Union([Type.Integer(), Type.Null()], {
+    description: 'input (prompt) tokens the provider reported; null when its answer said none',
+  }),
+  output_tokens: Type.Union([Type.Integer(), Type.Null()], {
+    description: 'output (completion) tokens the provider reported; null when its answer said none',
+  }),
+  cost_micros: Type.Union([Type.Integer(), Type.Null()], {
+    description: 'cost in micro-USD from the price table; null for a model without a price or unknown usage',
   }),
 });
 
@@ -161,6 +189,7 @@ export const CreateTokenBody = Type.Object(
     allowed_ips: Type.Optional(Type.Array(Type.String())),
     rate_limit: Type.Optional(RateLimitSchema),
     expires_at: Type.Optional(Type.Union([Timestamp, Type.Null()])),
+    budget: Type.Optional(NullableBudget),
   },
   { additionalProperties: false },
 );
@@ -176,6 +205,7 @@ export const PatchAccountBody = Type.Object(
   {
     name: Type.Optional(Name),
     alert_email: Type.Optional(Type.Union([Type.String({ format: 'email', maxLength: 254 }), Type.Null()])),
+    budget: Type.Optional(Type.Union([BudgetSchema, Type.Null()], { description: 'null removes it' })),
   },
   { additionalProperties: false },
 );

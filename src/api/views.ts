@@ -43,6 +43,7 @@ export function tokenView(token: TokenRecord, now: Date, proxyUrl: string): Stat
     request_count: token.requestCount,
     sanitized_key_hint: token.hint,
     proxy_base_url: `${proxyUrl}/${token.provider}`,
+    budget: token.budget ?? null,
   };
 }
 
@@ -77,6 +78,7 @@ export function accountView(
     },
     alert_email: account.alertEmail,
     created_at: account.createdAt,
+    budget: account.budget ?? null,
   };
 }
 

@@ -7,6 +7,7 @@ import { PLANS, type PlanLimits } from '../accounts/plans.js';
 import { parseDuration } from '../rules/duration.js';
 import { parseTrustProxy } from '../rules/ip-match.js';
 import { PLAN_NAMES, type PlanName } from '../store/records.js';
+import { loadDefaultPrices, mergePrices, parsePrices, type PriceData } from '../usage/prices.js';
 import { ConfigError } from './config-error.js';
 import { convertSetting } from './convert.js';
 import { SETTINGS, envName, flagName, type SettingName } from './settings.js';
@@ -61,6 +62,11 @@ export interface Config {
   /** Redis URL; secret (it may hold a password). Undefined: one process, in-memory counters. */
   readonly redis: string | undefined;
   readonly redisCa: string | undefined;
+  // ---- usage and budgets (src/usage, docs/usage.md) ----
+  /** USD per million tokens by provider and model: prices/default.json with the file's `prices` applied. */
+  readonly prices: PriceData;
+  /** Output tokens a budgeted request reserves when its body names no maximum. */
+  readonly budgetDefaultReservation: number;
   /** Where each setting came from, for the start-up banner. Values of secret settings are not kept. */
   readonly sources: Readonly<Record<SettingName, Source>>;
 }
@@ -93,7 +99,7 @@ const fileProviderSchema = z.strictObject({
 
 const SETTING_NAMES = new Set<string>(SETTINGS.map((s) => s.name));
 /** Structured keys that only the config file can hold. */
-const FILE_ONLY_KEYS = new Set(['providers', 'plans']);
+const FILE_ONLY_KEYS = new Set(['providers', 'plans', 'prices']);
 
 const planSchema = z.strictObject({
   active_tokens: z.union([z.int().min(0), z.null()]).optional(),
@@ -234,9 +240,18 @@ export function loadConfig(input: ConfigInput): Config {
     anomalyWarmupMs: values.anomaly_warmup as number,
     redis: typeof values.redis === 'string' ? values.redis : undefined,
     redisCa: redisCaFrom(values),
+    prices: pricesFrom(file.prices, input.configFile),
+    budgetDefaultReservation: values.budget_default_reservation as number,
     sources: sources as Record<SettingName, Source>,
   };
   return deepFreeze(config);
+}
+
+/** The shipped default table with the config file's `prices` applied (both validated at start). */
+function pricesFrom(raw: unknown, path: string | undefined): PriceData {
+  const defaults = loadDefaultPrices();
+  if (raw === undefined) return defaults;
+  return mergePrices(defaults, parsePrices(raw, `key "prices" of ${path ?? 'the config file'}`));
 }
 
 function pkcs11From(values: Readonly<Record<string, unknown>>): Pkcs11Settings | undefined {

@@ -283,6 +283,14 @@ export const SETTINGS = [
     description:
       'How long a token is observed (per process) before anomalies are reported; countries seen meanwhile are learned.',
   },
+  // ---- usage and budgets (docs/usage.md) ----
+  {
+    name: 'budget_default_reservation',
+    kind: { type: 'number', min: 1, max: 10_000_000, integer: true },
+    default: 4096,
+    description:
+      'Output tokens a budgeted request reserves when its body names no `max_tokens` (or `max_output_tokens`, `max_completion_tokens`, `maxOutputTokens`) in its first 16 KiB.',
+  },
 ] as const satisfies readonly SettingSpec[];
 
 export type SettingName = (typeof SETTINGS)[number]['name'];

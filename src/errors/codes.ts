@@ -65,6 +65,7 @@ export const ERROR_CODES = {
   ip_backoff: { status: 429, type: 'rate_limit' },
   rate_limited: { status: 429, type: 'rate_limit' },
   quota_exceeded: { status: 429, type: 'rate_limit' },
+  budget_exceeded: { status: 429, type: 'rate_limit' },
 
   // Proxy: upstream
   upstream_unreachable: { status: 502, type: 'internal' },

@@ -8,6 +8,8 @@ export const EVENT_TYPES = [
   'token.revoked',
   'token.expired',
   'anomaly.detected',
+  'budget.threshold_reached',
+  'budget.exceeded',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

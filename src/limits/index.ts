@@ -13,6 +13,8 @@ export interface Limits {
   readonly breach: BreachHandler;
   /** The proxy's `limits`: IP backoff, rate limits, quotas, anomaly detection. */
   readonly proxy: ProxyLimits;
+  /** The counters behind every limit, shared with the budgets (src/usage/budget-guard.ts). */
+  readonly counters: Counters;
   /** Stops the timers (sweeps, trailing alerts). */
   close(): void;
 }
@@ -68,6 +70,7 @@ export function createLimits(options: LimitsOptions): Limits {
   return {
     breach,
     proxy,
+    counters,
     close() {
       breach.close();
       proxy.close();

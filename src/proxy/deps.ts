@@ -7,6 +7,8 @@ import type { ProxyMetrics } from '../observability/proxy-metrics.js';
 import type { ProviderRegistry } from '../providers/providers.js';
 import type { RequestLogSink } from '../requestlog/record.js';
 import type { Store } from '../store/store.js';
+import type { BudgetGuard } from '../usage/budget-guard.js';
+import type { PriceTable } from '../usage/prices.js';
 import type { Vault } from '../vault/vault.js';
 
 /**
@@ -38,8 +40,18 @@ export interface ProxyDeps {
   readonly countryOf: CountryOf;
   /** IP backoff, rate limits, quotas and anomaly detection (src/limits); none when absent. */
   readonly limits?: ProxyLimits | undefined;
+  /** Prices and budgets (src/usage); without it usage is still recorded, with no cost. */
+  readonly usage?: UsageDeps | undefined;
   /** For unexpected failures only (vault, store); never given headers, tokens, keys or bodies. */
   readonly logger?: Logger | undefined;
   /** Wall clock in ms; defaults to Date.now. Token expiry and record timestamps use it. */
   readonly now?: (() => number) | undefined;
+}
+
+export interface UsageDeps {
+  readonly prices: PriceTable;
+  /** Reservations for budgeted tokens; none when absent. */
+  readonly budgets?: BudgetGuard | undefined;
+  /** Output tokens reserved when a budgeted request names no maximum (`budget_default_reservation`). */
+  readonly defaultReservation: number;
 }

@@ -19,6 +19,7 @@ export const PROXY_ERROR_MESSAGES = {
   ip_backoff: 'Too many unauthorized requests from this IP address; retry after the Retry-After delay.',
   rate_limited: "This token's rate limit is used up; retry after the Retry-After delay.",
   quota_exceeded: "The account's monthly plan quota is used up.",
+  budget_exceeded: 'The budget of this token or its account would be exceeded by this request.',
   upstream_unreachable: 'The provider could not be reached.',
   upstream_timeout: 'The provider did not answer in time.',
   store_unavailable: 'The token store is unavailable; retry shortly.',
@@ -43,6 +44,20 @@ export function providerMismatchMessage(tokenProvider: string, pathProvider: str
 
 export function quotaExceededMessage(limit: number, resetsAt: string): string {
   return `The account's monthly plan quota of ${limit} requests is used up; it resets on ${resetsAt}.`;
+}
+
+/** `budget_exceeded`: which budget, and when it resets (ms since the epoch; null: never). */
+export function budgetExceededMessage(
+  scope: 'token' | 'account',
+  budget: string,
+  resetsAt: number | null,
+): string {
+  const whose = scope === 'token' ? "This token's" : "The account's";
+  const reset =
+    resetsAt === null
+      ? 'it does not reset: raise or remove the budget (PATCH /v1/tokens/:id or /v1/account).'
+      : `it resets at ${new Date(resetsAt).toISOString()}.`;
+  return `${whose} budget of ${budget} would be exceeded by this request's worst case (input plus max output tokens); ${reset}`;
 }
 
 interface PreparedError {

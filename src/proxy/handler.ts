@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
 import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
 import type { UnauthorizedReason } from '../anomalies/record.js';
@@ -26,6 +27,9 @@ import { parseTarget, upstreamPath } from './route.js';
 import { TokenCache, type TokenEntry } from './token-cache.js';
 import { logUpstreamFailure, upstreamErrorCode } from './upstream-failure.js';
 import { Upstreams, type Upstream } from './upstream.js';
+import { NO_USAGE, recordedUsage, reserveBudget, scannerFor, type BudgetAdmission } from './usage-meter.js';
+import type { Hold } from '../usage/budget-guard.js';
+import type { UsageScanner } from '../usage/usage-scanner.js';
 import { isVaultError } from '../vault/vault.js';
 
 /**
@@ -72,6 +76,7 @@ export class ProxyHandler {
   /** Forgets cached token lookups: the next request reads the store (revoke, rotation, deletion). */
   invalidateCredentials(): void {
     this.tokens.clear();
+    this.deps.usage?.budgets?.forgetAccounts();
   }
 
   readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
@@ -156,6 +161,12 @@ class Exchange implements Dispatcher.DispatchHandler {
   #country: string | null | undefined;
   /** `RateLimit-*` headers for the forwarded response of a rate-limited token. */
   #limitHeaders: readonly string[] | null = null;
+  /** Usage read from the answer as it passes (src/usage); null for answers that cannot say any. */
+  #scanner: UsageScanner | null = null;
+  /** A budgeted request's reservation, settled when it is over; its body replayed after the peek. */
+  #hold: Hold | null = null;
+  #body: Readable | null = null;
+  #requestModel: string | null = null;
 
   constructor(ctx: ProxyHandler, req: IncomingMessage, res: ServerResponse) {
     this.#start = performance.now();
@@ -205,7 +216,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (entry.ips !== null && !entry.ips.matches(this.#ip)) return this.deny('ip_not_allowed');
     this.#authorized = true;
     const limits = this.#ctx.deps.limits;
-    if (limits === undefined) return this.#forward(upstream, token.keyId, token.accountId, entry.ciphertext);
+    if (limits === undefined) return this.#proceed();
     // DESIGN §4 order after the origin/IP checks: rate limit, then quota, then forward.
     let admission: Admission | Promise<Admission> | null;
     try {
@@ -294,6 +305,60 @@ class Exchange implements Dispatcher.DispatchHandler {
       }
       this.#limitHeaders = admission.headers;
     }
+    this.#proceed();
+  }
+
+  /** Budgets last (issue 19): a reservation only for a token or account that has a budget. */
+  #proceed(): void {
+    const token = (this.#token as TokenEntry).token;
+    const guard = this.#ctx.deps.usage?.budgets;
+    if (guard === undefined) return this.#send();
+    let applies: boolean | Promise<boolean>;
+    try {
+      applies = guard.applies(token, this.#wallStart);
+    } catch (err) {
+      this.#ctx.deps.logger?.error({ err: errorSummary(err) }, 'budgets failed; forwarding');
+      applies = false;
+    }
+    if (applies === false) return this.#send();
+    const reserve = (): void => {
+      const headers = this.req.headers;
+      const hasBody =
+        headers['transfer-encoding'] !== undefined || (headers['content-length'] ?? '0') !== '0';
+      const usage = this.#ctx.deps.usage as NonNullable<ProxyDeps['usage']>;
+      const provider = (this.upstream as Upstream).id;
+      reserveBudget(guard, usage, this.req, token, provider, hasBody, this.#wallStart).then(
+        (a) => this.#reserved(a),
+        (err: unknown) => {
+          // Like quotas, a store outage admits: the token was verified, a budget is a spend control.
+          this.#ctx.deps.logger?.error({ err: errorSummary(err) }, 'budget reservation failed; forwarding');
+          this.#send();
+        },
+      );
+    };
+    if (applies === true) return reserve();
+    applies.then(
+      (a) => (a ? reserve() : this.#send()),
+      () => this.#send(),
+    );
+  }
+
+  #reserved(a: BudgetAdmission): void {
+    if (a === null) return; // the client left while its body was read
+    if (this.#clientGone) {
+      // Already recorded (on close) while the reservation was made: release it here.
+      if (a.ok) this.#ctx.deps.usage?.budgets?.settle(a.hold, NO_USAGE, this.#ctx.now());
+      return;
+    }
+    if (!a.ok) return this.refuse('budget_exceeded', a.headers, a.message);
+    this.#hold = a.hold;
+    this.#body = a.body;
+    this.#requestModel = a.model;
+    this.#send();
+  }
+
+  #send(): void {
+    if (this.#clientGone) return;
     const entry = this.#token as TokenEntry;
     const token = entry.token;
     this.#forward(this.upstream as Upstream, token.keyId, token.accountId, entry.ciphertext as Buffer);
@@ -379,7 +444,12 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.#sentAt = performance.now();
     this.#addedMs = this.#sentAt - this.#start;
     upstream.pool.dispatch(
-      { path: upstreamPath(upstream.basePath, this.suffix), method, headers, body: hasBody ? req : null },
+      {
+        path: upstreamPath(upstream.basePath, this.suffix),
+        method,
+        headers,
+        body: hasBody ? (this.#body ?? req) : null,
+      },
       this,
     );
   }
@@ -414,6 +484,7 @@ class Exchange implements Dispatcher.DispatchHandler {
       this.#limitHeaders,
     );
     res.writeHead(status, out);
+    if (hasBody) this.#scanner = scannerFor(upstreamHeaders['content-type']);
     // A stream's first bytes may be a while coming: let the client see the status now.
     if (hasBody && upstreamHeaders['content-length'] === undefined) res.flushHeaders();
     this.#addedMs += performance.now() - arrived;
@@ -422,6 +493,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     const res = this.res;
     if (this.#clientGone || res.destroyed) return;
+    this.#scanner?.write(chunk);
     const out = (this.#redactor as StreamRedactor).write(chunk);
     if (out.length === 0) return;
     if (!res.write(out)) {
@@ -511,6 +583,16 @@ class Exchange implements Dispatcher.DispatchHandler {
     const status = res.headersSent ? res.statusCode : CLIENT_CLOSED_STATUS;
     const token = this.#token?.token;
     const provider = this.upstream?.id ?? null;
+    const usage =
+      this.#forwarded && provider !== null
+        ? recordedUsage(deps.usage, this.#scanner, provider, this.#requestModel, this.path)
+        : NO_USAGE;
+    // An upstream error or a client gone before any answer spent nothing: the reservation is released.
+    if (this.#hold !== null) {
+      const answered = this.#upstreamMs !== null;
+      deps.usage?.budgets?.settle(this.#hold, answered ? usage : NO_USAGE, this.#ctx.now());
+      this.#hold = null;
+    }
     try {
       deps.requestLog.write({
         requestId: this.requestId,
@@ -528,6 +610,10 @@ class Exchange implements Dispatcher.DispatchHandler {
         latencyMs: Math.round(this.#addedMs),
         forwarded: this.#forwarded,
         errorCode: this.#errorCode,
+        model: usage.model,
+        inputTokens: usage.inputTokens,
+        outputTokens: usage.outputTokens,
+        costMicros: usage.costMicros,
       });
       deps.metrics.observe(provider ?? 'unknown', status, this.#addedMs, this.#upstreamMs);
     } catch (err) {

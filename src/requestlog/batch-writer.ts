@@ -1,4 +1,4 @@
-import type { UsageRollupRepo } from '../store/dashboard-records.js';
+import type { UsageModelRollupRepo, UsageRollupRepo } from '../store/dashboard-records.js';
 import type { RequestLogRepo, TokenRepo, TokenUsage } from '../store/store.js';
 import {
   createBatcher,
@@ -11,13 +11,15 @@ import { requestLogJson, requestLogLine, toRequestLogEntry } from './json.js';
 import type { RequestLogRecord, RequestLogSink } from './record.js';
 import { LOG_BUDGETS } from './log-budgets.js';
 import { requestRecordBytes } from './record-size.js';
-import { rollupsOf } from './rollups.js';
+import { modelRollupsOf, rollupsOf } from './rollups.js';
 
 export interface RequestLogWriterOptions extends BatchingOptions {
   readonly store: {
     readonly requestLogs: Pick<RequestLogRepo, 'insertMany'>;
     /** The dashboard's per-hour counts (GET /v1/usage); kept when given. */
     readonly usageRollups?: Pick<UsageRollupRepo, 'add'> | undefined;
+    /** Tokens and cost per hour, token and model (GET /v1/usage, budgets); kept when given. */
+    readonly usageModelRollups?: Pick<UsageModelRollupRepo, 'add'> | undefined;
   };
   /** For log lines and metrics (default `request_log`). */
   readonly name?: string | undefined;
@@ -66,6 +68,7 @@ export function createRequestLogWriter(options: RequestLogWriterOptions): Reques
     if (store.usageRollups === undefined) return;
     try {
       await store.usageRollups.add(rollupsOf(batch));
+      await store.usageModelRollups?.add(modelRollupsOf(batch));
     } catch (err) {
       batching.logger.warn(
         { records: batch.length, err: err instanceof Error ? err.name : 'error' },

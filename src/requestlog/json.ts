@@ -18,6 +18,10 @@ export interface RequestLogJson {
   authorized: boolean;
   latency_ms: number;
   error_code: string | null;
+  model: string | null;
+  input_tokens: number | null;
+  output_tokens: number | null;
+  cost_micros: number | null;
 }
 
 export function requestLogJson(entry: RequestLogEntry): RequestLogJson {
@@ -34,6 +38,10 @@ export function requestLogJson(entry: RequestLogEntry): RequestLogJson {
     authorized: entry.authorized,
     latency_ms: entry.latencyMs,
     error_code: entry.errorCode,
+    model: entry.model,
+    input_tokens: entry.inputTokens,
+    output_tokens: entry.outputTokens,
+    cost_micros: entry.costMicros,
   };
 }
 
@@ -55,6 +63,10 @@ export function toRequestLogEntry(record: RequestLogRecord): RequestLogEntry {
     // The column is an integer (spec §2.5); the proxy may measure fractions.
     latencyMs: Math.round(record.latencyMs),
     errorCode: record.errorCode,
+    model: record.model,
+    inputTokens: record.inputTokens,
+    outputTokens: record.outputTokens,
+    costMicros: record.costMicros,
   };
 }
 

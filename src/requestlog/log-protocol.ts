@@ -55,7 +55,7 @@ export type FromLogThread =
 export type PackedValue = string | number | boolean | null;
 
 /** Values per packed request record. */
-export const REQUEST_WIDTH = 15;
+export const REQUEST_WIDTH = 19;
 
 /**
  * Appends a record's fields to `out` in a fixed order. A flat array of primitives clones several
@@ -79,6 +79,10 @@ export function packRequest(out: PackedValue[], r: RequestLogRecord): void {
     r.latencyMs,
     r.forwarded,
     r.errorCode,
+    r.model,
+    r.inputTokens,
+    r.outputTokens,
+    r.costMicros,
   );
 }
 
@@ -102,6 +106,10 @@ export function unpackRequests(packed: readonly PackedValue[]): RequestLogRecord
       latencyMs: packed[i + 12] as number,
       forwarded: packed[i + 13] as boolean,
       errorCode: packed[i + 14] as string | null,
+      model: packed[i + 15] as string | null,
+      inputTokens: packed[i + 16] as number | null,
+      outputTokens: packed[i + 17] as number | null,
+      costMicros: packed[i + 18] as number | null,
     });
   }
   return records;

@@ -28,7 +28,8 @@ export function requestRecordBytes(r: RequestLogRecord): number {
     text(r.ip) +
     text(r.country) +
     text(r.pop) +
-    text(r.path)
+    text(r.path) +
+    text(r.model)
   );
 }
 

@@ -30,6 +30,13 @@ export interface RequestLogRecord {
    * answered, its own errors included, and when the client left before any answer.
    */
   readonly errorCode: string | null;
+  /** The model the request named or the answer reported (src/usage); null when unknown. */
+  readonly model: string | null;
+  /** Tokens the provider reported for the request; null when its answer said nothing. */
+  readonly inputTokens: number | null;
+  readonly outputTokens: number | null;
+  /** Cost in micro-USD from the price table; null for an unlisted model or unknown usage. */
+  readonly costMicros: number | null;
 }
 
 /** Where the proxy hands records. `write` enqueues and returns at once; it never throws. */

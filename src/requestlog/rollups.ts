@@ -1,4 +1,4 @@
-import type { UsageRollup } from '../store/dashboard-records.js';
+import type { UsageModelRollup, UsageRollup } from '../store/dashboard-records.js';
 import type { RequestLogRecord } from './record.js';
 
 /** The outcome a forwarded request is counted under. */
@@ -59,4 +59,38 @@ export function rollupsOf(batch: readonly RequestLogRecord[]): UsageRollup[] {
     else entry.requests += 1;
   }
   return [...counts.values()];
+}
+
+/**
+ * A batch's forwarded requests of known tokens counted per account, hour, token and model, with their
+ * tokens and cost (unknown counts add 0; an unknown model is `''`).
+ */
+export function modelRollupsOf(batch: readonly RequestLogRecord[]): UsageModelRollup[] {
+  const sums = new Map<string, { -readonly [K in keyof UsageModelRollup]: UsageModelRollup[K] }>();
+  for (const record of batch) {
+    const { accountId, tokenId } = record;
+    if (accountId === null || tokenId === null || !record.forwarded) continue;
+    const hour = hourOf(record.timestamp);
+    const model = record.model ?? '';
+    const key = `${accountId} ${hour} ${tokenId} ${model}`;
+    let entry = sums.get(key);
+    if (entry === undefined) {
+      entry = {
+        accountId,
+        hour,
+        tokenId,
+        model,
+        requests: 0,
+        inputTokens: 0,
+        outputTokens: 0,
+        costMicros: 0,
+      };
+      sums.set(key, entry);
+    }
+    entry.requests += 1;
+    entry.inputTokens += record.inputTokens ?? 0;
+    entry.outputTokens += record.outputTokens ?? 0;
+    entry.costMicros += record.costMicros ?? 0;
+  }
+  return [...sums.values()];
 }

@@ -8,6 +8,7 @@ import { ProviderRegistry } from '../providers/providers.js';
 import type { EventPublisher } from '../events/publisher.js';
 import { startEvents, type RunningEvents } from '../events/start-events.js';
 import { createLimits } from '../limits/index.js';
+import { createUsage } from '../usage/create-usage.js';
 import { createMetrics } from '../observability/metrics.js';
 import { createCountryResolver } from '../requestlog/country.js';
 import { startLogWorker } from '../requestlog/log-worker.js';
@@ -162,6 +163,7 @@ async function startLocked(
       requestLog,
       onUnauthorized: limits.breach.onUnauthorized,
       limits: limits.proxy,
+      usage: createUsage({ config, store, counters: limits.counters, publisher: limitsPublisher, logger }),
       metrics,
       countryOf,
       logger,

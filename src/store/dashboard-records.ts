@@ -52,3 +52,30 @@ export interface DeliveryRecord {
   readonly createdAt: string;
   readonly completedAt: string | null;
 }
+
+/** Issue 19: per hour, token and model (`''` when unknown), what the token spent. */
+export interface UsageModelRollup {
+  readonly accountId: string;
+  readonly hour: string;
+  readonly tokenId: string;
+  readonly model: string;
+  readonly requests: number;
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  readonly costMicros: number;
+}
+
+/** Tokens and cost summed over a span of hours. */
+export interface Spent {
+  readonly tokens: number;
+  readonly costMicros: number;
+}
+
+export interface UsageModelRollupRepo {
+  /** Adds each entry to its (account, hour, token, model) row, in one transaction. */
+  add(rollups: readonly UsageModelRollup[]): Promise<void>;
+  /** The account's rows with `from <= hour < to` (of one token when given), oldest first. */
+  range(accountId: string, from: string, to: string, tokenId?: string): Promise<UsageModelRollup[]>;
+  /** What a token (or, with `tokenId` null, the whole account) spent from `from` on. */
+  spent(accountId: string, tokenId: string | null, from: string): Promise<Spent>;
+}

@@ -12,6 +12,7 @@ import { KyselyAnomalyRepo, KyselyRequestLogRepo } from './kysely/logs.js';
 import { KyselySessionRepo } from './kysely/sessions.js';
 import { KyselyTokenRepo } from './kysely/tokens.js';
 import { KyselyUsageRollupRepo } from './kysely/usage-rollups.js';
+import { KyselyUsageModelRollupRepo } from './kysely/usage-model-rollups.js';
 import { KyselyWebhookRepo } from './kysely/webhooks.js';
 import { migrateToLatest } from './migrate.js';
 import type { Database } from './schema.js';
@@ -33,6 +34,7 @@ export class KyselyStore implements Store {
   readonly sessions: KyselySessionRepo;
   readonly usageRollups: KyselyUsageRollupRepo;
   readonly jobLeases: KyselyJobLeaseRepo;
+  readonly usageModelRollups: KyselyUsageModelRollupRepo;
   private closing: Promise<void> | undefined;
 
   constructor(
@@ -54,6 +56,7 @@ export class KyselyStore implements Store {
     this.sessions = new KyselySessionRepo(ctx);
     this.usageRollups = new KyselyUsageRollupRepo(ctx);
     this.jobLeases = new KyselyJobLeaseRepo(ctx);
+    this.usageModelRollups = new KyselyUsageModelRollupRepo(ctx);
   }
 
   async ping(): Promise<void> {

@@ -1,3 +1,5 @@
+import type { Budget } from '../usage/budget.js';
+
 /**
  * What the store keeps, in the shape the rest of the server uses (camelCase, parsed JSON).
  * Timestamps are ISO 8601 UTC strings with milliseconds (`2026-01-02T03:04:05.678Z`): they sort as
@@ -13,6 +15,8 @@ export interface AccountRecord {
   readonly plan: PlanName;
   readonly alertEmail: string | null;
   readonly createdAt: string;
+  /** Spend cap over all the account's tokens (issue 19); null or absent for none. */
+  readonly budget?: Budget | null | undefined;
 }
 
 /** A provider's real key, stored only as vault ciphertext. */
@@ -59,6 +63,8 @@ export interface TokenRecord {
   readonly expiresAt: string | null;
   readonly revokedAt: string | null;
   readonly requestCount: number;
+  /** Spend cap of the token (issue 19); null or absent for none. */
+  readonly budget?: Budget | null | undefined;
 }
 
 /** A position in a newest-first list: the last item of the previous page. */
@@ -102,6 +108,11 @@ export interface RequestLogEntry {
   readonly latencyMs: number;
   /** The proxy's error code, null when the request was forwarded (or the client left first). */
   readonly errorCode: string | null;
+  /** Usage (issue 19); null when unknown. */
+  readonly model: string | null;
+  readonly inputTokens: number | null;
+  readonly outputTokens: number | null;
+  readonly costMicros: number | null;
 }
 
 /** An anomaly-log entry of a known token. `id` is the request id for breaches. */

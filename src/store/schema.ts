@@ -12,6 +12,8 @@ export interface AccountsTable {
   plan: string;
   alert_email: string | null;
   created_at: string;
+  /** Migration 0014: JSON `{"amount_usd"|"tokens", "period"}` or null. */
+  budget: Generated<string | null>;
 }
 
 export interface ApiKeysTable {
@@ -56,6 +58,8 @@ export interface TokensTable {
   expires_at: string | null;
   revoked_at: string | null;
   request_count: Generated<number>;
+  /** Migration 0014: JSON `{"amount_usd"|"tokens", "period"}` or null. */
+  budget: Generated<string | null>;
 }
 
 export interface UsageTable {
@@ -82,6 +86,11 @@ export interface RequestLogsTable {
   latency_ms: number;
   /** Migration 0006; null for rows written before it. */
   error_code: string | null;
+  /** Migration 0014; null when unknown (and for rows written before it). */
+  model: Generated<string | null>;
+  input_tokens: Generated<number | null>;
+  output_tokens: Generated<number | null>;
+  cost_micros: Generated<number | null>;
 }
 
 export interface AnomaliesTable {
@@ -196,6 +205,18 @@ export interface JobLeasesTable {
   lease_until: string;
 }
 
+/** Migration 0014: per hour, token and model (`''` when unknown). */
+export interface UsageModelRollupsTable {
+  account_id: string;
+  hour: string;
+  token_id: string;
+  model: string;
+  requests: number;
+  input_tokens: number;
+  output_tokens: number;
+  cost_micros: number;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -212,6 +233,7 @@ export interface Database {
   dashboard_sessions: DashboardSessionsTable;
   usage_rollups: UsageRollupsTable;
   job_leases: JobLeasesTable;
+  usage_model_rollups: UsageModelRollupsTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;

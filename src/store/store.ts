@@ -1,3 +1,4 @@
+import type { Budget } from '../usage/budget.js';
 import type {
   AccountRecord,
   AnomalyEntry,
@@ -14,7 +15,12 @@ import type {
   TokenRecord,
   TokenStatus,
 } from './records.js';
-import type { DeliveryRecord, SessionRepo, UsageRollupRepo } from './dashboard-records.js';
+import type {
+  DeliveryRecord,
+  SessionRepo,
+  UsageModelRollupRepo,
+  UsageRollupRepo,
+} from './dashboard-records.js';
 
 /**
  * The data layer: one interface, implemented once on Kysely for SQLite and PostgreSQL
@@ -36,6 +42,7 @@ export interface Store {
   readonly sessions: SessionRepo;
   readonly usageRollups: UsageRollupRepo;
   readonly jobLeases: JobLeaseRepo;
+  readonly usageModelRollups: UsageModelRollupRepo;
   /** Resolves when the database answers a trivial query; rejects with StoreUnavailableError. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -54,6 +61,7 @@ export interface NewAccount {
 export interface AccountPatch {
   readonly name?: string;
   readonly alertEmail?: string | null;
+  readonly budget?: Budget | null;
 }
 
 export interface AccountRepo {
@@ -124,6 +132,7 @@ export interface NewToken {
   readonly authorizedOrigins: readonly string[];
   readonly authorizedIps: readonly string[];
   readonly rateLimit: RateLimit | null;
+  readonly budget?: Budget | null | undefined;
   readonly expiresAt: string | null;
   readonly createdAt: string;
 }
@@ -143,6 +152,7 @@ export interface TokenPatch {
   readonly authorizedIps?: readonly string[] | undefined;
   readonly rateLimit?: RateLimit | null | undefined;
   readonly expiresAt?: string | null | undefined;
+  readonly budget?: Budget | null | undefined;
 }
 
 export interface TokenRevocation {
@@ -194,6 +204,8 @@ export interface TokenRepo {
    * and commits the event `emit` builds for each, in one transaction. Returns the revoked tokens.
    */
   revokeAll(accountId: string, at: string, emit?: TokenEventBuilder): Promise<readonly TokenRecord[]>;
+  /** The account's tokens that have a budget (GET /v1/usage's spend against budgets). */
+  withBudgets(accountId: string): Promise<readonly TokenRecord[]>;
   /** Lookup for the proxy by digest of the sanitized token; any status. */
   findByDigest(digest: string): Promise<TokenWithKey | undefined>;
   /**

@@ -95,6 +95,7 @@ export const TOKEN_FIELDS = [
   'request_count',
   'sanitized_key_hint',
   'proxy_base_url',
+  'budget',
 ].sort();
 
 export const KEY_FIELDS = [

@@ -28,7 +28,15 @@ interface AnomalyJson {
   kind: string;
 }
 
-const LOG_FIELDS = [...SPEC_LOG_FIELDS, 'request_id', 'error_code'].sort();
+const LOG_FIELDS = [
+  ...SPEC_LOG_FIELDS,
+  'request_id',
+  'error_code',
+  'model',
+  'input_tokens',
+  'output_tokens',
+  'cost_micros',
+].sort();
 
 const ANOMALY_FIELDS = [
   'anomaly_id',
@@ -140,6 +148,10 @@ for (const fixture of databases) {
           authorized: true,
           latency_ms: 1,
           error_code: null,
+          model: null,
+          input_tokens: null,
+          output_tokens: null,
+          cost_micros: null,
         });
         expect(page.data.at(-2)).toMatchObject({
           status: 403,

@@ -176,6 +176,7 @@ for (const fixture of databases) {
         [
           'allowed_hosts',
           'allowed_ips',
+          'budget',
           'expires_at',
           'key_id',
           'name',

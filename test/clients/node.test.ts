@@ -157,6 +157,30 @@ describe('@tokenproxy/client against a real server', () => {
     expect(usage.buckets).toHaveLength(24);
     expect(usage.forwarded).toBe(0);
     expect(usage.refusedByReason).toHaveProperty('originOrIpNotAllowed', 0);
+    expect(usage.spend).toMatchObject({ requests: 0, costMicros: 0, byToken: [], byModel: [] });
+  });
+
+  it('sets budgets on tokens and the account, and reads spend against them', async () => {
+    const c = await client();
+    const t = await c.tokens.create({
+      ...tokenParams('budgeted'),
+      budget: { amountUsd: 20, period: 'month' },
+    });
+    expect(t.budget).toEqual({ amountUsd: 20, period: 'month' });
+    const changed = await c.tokens.update(t.id, { budget: { tokens: 2_000_000, period: 'day' } });
+    expect(changed.budget).toEqual({ tokens: 2_000_000, period: 'day' });
+    const account = await c.account.update({ budget: { amountUsd: 100, period: 'total' } });
+    expect(account.budget).toEqual({ amountUsd: 100, period: 'total' });
+    const usage = await c.usage.get();
+    expect(usage.budgets).toContainEqual(
+      expect.objectContaining({ scope: 'token', tokenId: t.id, unit: 'tokens', limit: 2_000_000, used: 0 }),
+    );
+    expect(usage.budgets).toContainEqual(
+      expect.objectContaining({ scope: 'account', tokenId: null, unit: 'usd', limit: 100, resetsAt: null }),
+    );
+    expect((await c.tokens.update(t.id, { budget: null })).budget).toBeNull();
+    expect((await c.account.update({ budget: null })).budget).toBeNull();
+    await c.tokens.revoke(t.id);
   });
 
   it('throws typed errors with status, code, param and request id', async () => {

@@ -13,7 +13,10 @@ import type { NewEvent } from '../../src/events/publisher.js';
 import { createLimits, type Limits } from '../../src/limits/index.js';
 import { DEFAULT_ANOMALY_SETTINGS } from '../../src/limits/anomaly-model.js';
 import { createLogger } from '../../src/observability/logger.js';
-import type { ProxyConfig } from '../../src/proxy/deps.js';
+import type { ProxyConfig, UsageDeps } from '../../src/proxy/deps.js';
+import { MemoryCounters, type Counters } from '../../src/limits/counters.js';
+import { createUsage } from '../../src/usage/create-usage.js';
+import type { PriceData } from '../../src/usage/prices.js';
 import { createProxyServer, type ProxyServer } from '../../src/proxy/server.js';
 import { ProviderRegistry, type Provider } from '../../src/providers/providers.js';
 import type { RequestLogRecord, RequestLogSink } from '../../src/requestlog/record.js';
@@ -45,6 +48,8 @@ export interface ProxyHarness {
   readonly unauthorized: UnauthorizedAttempt[];
   /** Events published by the limits (only with `limits`). */
   readonly events: NewEvent[];
+  /** Prices and budgets wired into the proxy, when `usage` was given. */
+  readonly usage: UsageDeps | undefined;
   /** The limits wired into the proxy, when `limits` was given. */
   readonly limits: Limits | undefined;
   /** The real anomaly log writer on the store, when `limits` was given. */
@@ -77,6 +82,7 @@ export interface TokenOptions {
   readonly allowedIps?: string[];
   readonly expiresAt?: string;
   readonly rateLimit?: { readonly requests: number; readonly window: string };
+  readonly budget?: unknown;
 }
 
 export interface SendOptions {
@@ -109,8 +115,18 @@ export interface HarnessOptions {
   readonly extraCaPem?: string;
   /** Turns on src/limits (IP backoff, rate limits, quotas, breach alerts, anomalies); off by default. */
   readonly limits?: HarnessLimits;
+  /** Turns on prices and budgets (src/usage); events go to `events`. */
+  readonly usage?: HarnessUsage;
   /** Plan of the harness's own account (default `unlimited`). */
   readonly accountPlan?: PlanName;
+}
+
+export interface HarnessUsage {
+  readonly prices?: PriceData;
+  readonly defaultReservation?: number;
+  /** The limits' counters when `limits` is given, else these (default: fresh in-memory ones). */
+  readonly counters?: Counters;
+  readonly accountTtlMs?: number;
 }
 
 export interface HarnessLimits {
@@ -195,6 +211,26 @@ export async function startProxyHarness(
     });
   }
 
+  const usage =
+    options.usage === undefined
+      ? undefined
+      : createUsage({
+          config: {
+            prices: options.usage.prices ?? {},
+            budgetDefaultReservation: options.usage.defaultReservation ?? 4096,
+          },
+          store: db.store,
+          counters: limits?.counters ?? options.usage.counters ?? new MemoryCounters(),
+          publisher: {
+            publish: (event) => {
+              events.push(event);
+              return Promise.resolve();
+            },
+          },
+          logger,
+          accountTtlMs: options.usage.accountTtlMs,
+        });
+
   const providers = new ProviderRegistry([
     { id: 'openai', baseUrl: mock.url, auth: { kind: 'bearer' }, builtin: false },
     { id: 'anthropic', baseUrl: mock.url, auth: { kind: 'header', header: 'x-api-key' }, builtin: false },
@@ -234,6 +270,7 @@ export async function startProxyHarness(
       requestLog,
       onUnauthorized: limits?.breach.onUnauthorized ?? ((attempt) => void unauthorized.push(attempt)),
       limits: limits?.proxy,
+      usage,
       metrics: { observe: () => undefined },
       countryOf: (headers) => (typeof headers['cf-ipcountry'] === 'string' ? headers['cf-ipcountry'] : null),
       logger,
@@ -291,6 +328,7 @@ export async function startProxyHarness(
     unauthorized,
     events,
     limits,
+    usage,
     anomalyLog,
     logLines,
     decrypted,
@@ -307,6 +345,7 @@ export async function startProxyHarness(
         ...(o.allowedIps === undefined ? {} : { allowed_ips: o.allowedIps }),
         ...(o.expiresAt === undefined ? {} : { expires_at: o.expiresAt }),
         ...(o.rateLimit === undefined ? {} : { rate_limit: o.rateLimit }),
+        ...(o.budget === undefined ? {} : { budget: o.budget }),
       });
       if (res.status !== 201) throw new Error(`token creation failed: ${JSON.stringify(res.body)}`);
       const body = res.body as { sanitized_key: string; token_id: string; real_key_ref: string };

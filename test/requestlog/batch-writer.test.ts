@@ -136,6 +136,10 @@ for (const fixture of databases) {
         authorized: false,
         latencyMs: 1,
         errorCode: 'origin_not_allowed',
+        model: null,
+        inputTokens: null,
+        outputTokens: null,
+        costMicros: null,
       });
       await writer.close();
     });
@@ -431,7 +435,19 @@ for (const fixture of databases) {
         expect(Object.keys(line).slice(0, 3)).toEqual(Object.keys(reference).slice(0, 3));
         expect(Object.keys(line).at(-1)).toBe('msg');
         expect(Object.keys(line).sort()).toEqual(
-          [...SPEC_LOG_FIELDS, 'request_id', 'error_code', 'level', 'time', 'service', 'msg'].sort(),
+          [
+            ...SPEC_LOG_FIELDS,
+            'request_id',
+            'error_code',
+            'model',
+            'input_tokens',
+            'output_tokens',
+            'cost_micros',
+            'level',
+            'time',
+            'service',
+            'msg',
+          ].sort(),
         );
         expect(Date.parse(line.time as string)).not.toBeNaN();
       }
@@ -453,6 +469,10 @@ for (const fixture of databases) {
           status: 200,
           authorized: true,
           latency_ms: 1,
+          model: null,
+          input_tokens: null,
+          output_tokens: null,
+          cost_micros: null,
         },
         {
           request_id: records[1]?.requestId,
@@ -466,6 +486,10 @@ for (const fixture of databases) {
           status: 401,
           authorized: false,
           latency_ms: 1,
+          model: null,
+          input_tokens: null,
+          output_tokens: null,
+          cost_micros: null,
           level: 'info',
           time: expect.any(String) as string,
           service: 'tokenproxy',

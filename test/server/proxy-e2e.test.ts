@@ -119,6 +119,15 @@ describe('the real binary end to end: a proxied request is forwarded, logged, co
       country: 'DE',
       pop: 'test-pop',
       path: '/openai/v1/chat/completions',
+      // Usage read from the mock's answer crossed the log worker and the store (issue 19).
+      input_tokens: expect.any(Number) as number,
+      output_tokens: expect.any(Number) as number,
+    });
+    expect(logs[0]).toMatchObject({
+      model: null,
+      input_tokens: null,
+      output_tokens: null,
+      cost_micros: null,
     });
 
     const anomalies = (await api('GET', '/v1/anomalies')).body.data as Record<string, unknown>[];
@@ -144,7 +153,19 @@ describe('the real binary end to end: a proxied request is forwarded, logged, co
       .map((l) => JSON.parse(l) as Record<string, unknown>);
     const line = lines.find((l) => l.request_id === ok.requestId);
     expect(Object.keys(line ?? {}).sort()).toEqual(
-      [...SPEC_LOG_FIELDS, 'request_id', 'error_code', 'level', 'time', 'service', 'msg'].sort(),
+      [
+        ...SPEC_LOG_FIELDS,
+        'request_id',
+        'error_code',
+        'model',
+        'input_tokens',
+        'output_tokens',
+        'cost_micros',
+        'level',
+        'time',
+        'service',
+        'msg',
+      ].sort(),
     );
     expect(line).toMatchObject({ level: 'info', service: 'tokenproxy', msg: 'request', error_code: null });
   });

@@ -179,6 +179,10 @@ export function requestLogEntry(overrides: Partial<RequestLogEntry> = {}): Reque
     authorized: true,
     latencyMs: 1,
     errorCode: null,
+    model: null,
+    inputTokens: null,
+    outputTokens: null,
+    costMicros: null,
     ...overrides,
   };
 }

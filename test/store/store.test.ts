@@ -241,6 +241,7 @@ for (const fixture of databases) {
           expiresAt: at(3600),
           revokedAt: null,
           requestCount: 0,
+          budget: null,
         });
         expect(await store.tokens.get(account.id, token.id)).toEqual(token);
         expect((await store.keys.get(account.id, newKey.id))?.tokenCount).toBe(1);
@@ -435,6 +436,7 @@ for (const fixture of databases) {
           '0008_dashboard_sessions',
           '0009_usage_rollups',
           '0010_job_leases',
+          '0014_usage_budgets',
         ]);
         expect(await first.migrateToLatest()).toEqual([]);
         await first.close();

@@ -11,6 +11,13 @@ export interface RateLimit {
 
 export type TokenStatus = 'active' | 'revoked' | 'expired';
 
+/** A spend cap: exactly one of `amountUsd` and `tokens` (input + output), per day, month or in total. */
+export interface Budget {
+  readonly amountUsd?: number | undefined;
+  readonly tokens?: number | undefined;
+  readonly period: 'day' | 'month' | 'total';
+}
+
 export interface Token {
   /** The token_id (not secret). */
   readonly id: string;
@@ -30,6 +37,8 @@ export interface Token {
   readonly sanitizedKeyHint: string;
   /** Base URL for provider SDKs: `baseURL: proxyBaseUrl + '/v1'` for OpenAI. */
   readonly proxyBaseUrl: string;
+  /** The token's budget, or null. */
+  readonly budget: Budget | null;
 }
 
 export interface CreatedToken extends Token {
@@ -57,6 +66,8 @@ export interface Account {
   readonly usage: { readonly periodStart: string; readonly requests: number; readonly activeTokens: number };
   readonly alertEmail: string | null;
   readonly createdAt: string;
+  /** The budget over all the account's tokens, or null. */
+  readonly budget: Budget | null;
 }
 
 export interface Provider {
@@ -122,6 +133,11 @@ export interface RequestLog {
   readonly latencyMs: number;
   /** The proxy's own error code when it refused or failed the request; null when it was forwarded. */
   readonly errorCode: string | null;
+  /** The model, tokens the provider reported and their cost in micro-USD; null when unknown. */
+  readonly model: string | null;
+  readonly inputTokens: number | null;
+  readonly outputTokens: number | null;
+  readonly costMicros: number | null;
 }
 
 export interface ListParams {
@@ -141,6 +157,7 @@ export interface TokenCreateParams {
   readonly allowedIps?: readonly string[] | undefined;
   readonly rateLimit?: RateLimit | undefined;
   readonly expiresAt?: string | Date | null | undefined;
+  readonly budget?: Budget | null | undefined;
 }
 
 export interface TokenListParams extends ListParams {
@@ -184,6 +201,8 @@ export interface TokenUpdateParams {
   readonly allowedIps?: readonly string[] | undefined;
   readonly rateLimit?: RateLimit | null | undefined;
   readonly expiresAt?: string | Date | null | undefined;
+  /** null removes the budget. */
+  readonly budget?: Budget | null | undefined;
 }
 
 export interface UsageParams {
@@ -209,6 +228,36 @@ export interface Usage {
     readonly forwarded: number;
     readonly refused: number;
   }[];
+  /** Provider tokens and cost in the window, by bucket, token and model. */
+  readonly spend: UsageSpend;
+  /** Spend against the account's and each token's budget, in its current period. */
+  readonly budgets: readonly BudgetStatus[];
+}
+
+export interface SpendLine {
+  readonly requests: number;
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  /** Micro-USD from the price table. */
+  readonly costMicros: number;
+}
+
+export interface UsageSpend extends SpendLine {
+  readonly byToken: readonly (SpendLine & { readonly tokenId: string })[];
+  readonly byModel: readonly (SpendLine & { readonly model: string | null })[];
+  readonly buckets: readonly (SpendLine & { readonly start: string })[];
+}
+
+export interface BudgetStatus {
+  readonly scope: 'account' | 'token';
+  readonly tokenId: string | null;
+  readonly budget: Budget;
+  readonly period: string;
+  readonly used: number;
+  readonly limit: number;
+  readonly unit: 'usd' | 'tokens';
+  readonly fraction: number;
+  readonly resetsAt: string | null;
 }
 
 /** One delivery of an event to a webhook endpoint. */
@@ -227,6 +276,8 @@ export interface AccountUpdateParams {
   readonly name?: string | undefined;
   /** An address, or null to clear it. */
   readonly alertEmail?: string | null | undefined;
+  /** null removes the account's budget. */
+  readonly budget?: Budget | null | undefined;
 }
 
 /** Per-call overrides. */

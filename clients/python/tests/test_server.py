@@ -23,6 +23,7 @@ from tokenproxy import (
     APICertificateError,
     APIConnectionError,
     AuthenticationError,
+    Budget,
     ConflictError,
     CreatedToken,
     InvalidRequestError,
@@ -133,6 +134,29 @@ class ServerTest(unittest.TestCase):
         self.assertEqual(len(usage.buckets), 24)
         self.assertEqual(usage.forwarded, 0)
         self.assertEqual(usage.refused_by_reason["origin_or_ip_not_allowed"], 0)
+        self.assertEqual((usage.spend or {}).get("cost_micros"), 0)
+
+    def test_budgets_on_tokens_and_the_account(self) -> None:
+        c = client(API_KEYS[3])
+        t = c.tokens.create(
+            name="budgeted",
+            provider="openai",
+            allowed_hosts=["app.example.com"],
+            real_key="sk-python-budget-0000000000",
+            budget={"amount_usd": 20, "period": "month"},
+        )
+        self.assertEqual(t.budget, Budget(period="month", amount_usd=20))
+        changed = c.tokens.update(t.id, budget={"tokens": 2000000, "period": "day"})
+        self.assertEqual(changed.budget, Budget(period="day", tokens=2000000))
+        account = c.account.update(budget={"amount_usd": 100, "period": "total"})
+        self.assertEqual(account.budget, Budget(period="total", amount_usd=100))
+        usage = c.usage.get()
+        scopes = {(b["scope"], b["token_id"]) for b in usage.budgets or []}
+        self.assertIn(("token", t.id), scopes)
+        self.assertIn(("account", None), scopes)
+        self.assertIsNone(c.tokens.update(t.id, budget=None).budget)
+        self.assertIsNone(c.account.update(budget=None).budget)
+        c.tokens.revoke(t.id)  # leaves the account's active tokens as the other tests expect
 
     def test_errors_carry_status_code_param_and_request_id(self) -> None:
         c = client(API_KEYS[0])

@@ -1,5 +1,5 @@
-import { api, type Account, type Usage } from '../api';
-import { count, reasonLabel } from '../format';
+import { api, type Account, type BudgetStatus, type Usage } from '../api';
+import { budgetUse, count, reasonLabel } from '../format';
 import { Alert, PageHeader, useLoad } from '../ui';
 import { UsageChart } from './chart';
 
@@ -35,6 +35,17 @@ export function Overview(props: { account: Account }) {
           value={account.usage.active_tokens}
           limit={account.limits.active_tokens}
         />
+        {usage?.budgets
+          .filter((b) => b.scope === 'account')
+          .map((b) => (
+            <BudgetStat key="account" id="stat-account-budget" label="Account budget" status={b} />
+          ))}
+        <div class="stat">
+          <span class="stat-label">Spend, last 24 h</span>
+          <span class="stat-value" data-testid="spend-24h">
+            {usage === undefined ? '…' : `$${(usage.spend.cost_micros / 1_000_000).toFixed(2)}`}
+          </span>
+        </div>
         <div class="stat">
           <span class="stat-label">Forwarded, last 24 h</span>
           <span class="stat-value" data-testid="forwarded-24h">
@@ -106,6 +117,30 @@ function Stat(props: { id: string; label: string; value: number; limit: number |
           <div class={`meter-fill ${share > 0.9 ? 'bad' : ''}`} style={{ width: `${share * 100}%` }} />
         </div>
       )}
+    </div>
+  );
+}
+
+/** Spend against a budget, with the same meter as the plan limits. */
+export function BudgetStat(props: { id: string; label: string; status: BudgetStatus }) {
+  const b = props.status;
+  return (
+    <div class="stat" data-testid={props.id}>
+      <span class="stat-label">{props.label}</span>
+      <span class="stat-value">{budgetUse(b)}</span>
+      <div
+        class="meter"
+        role="meter"
+        aria-label={props.label}
+        aria-valuemin={0}
+        aria-valuemax={b.limit}
+        aria-valuenow={b.used}
+      >
+        <div
+          class={`meter-fill ${b.fraction > 0.8 ? 'bad' : ''}`}
+          style={{ width: `${b.fraction * 100}%` }}
+        />
+      </div>
     </div>
   );
 }

@@ -1,6 +1,6 @@
 import { useRef, useState } from 'preact/hooks';
-import { api, type Account, type List, type Token } from '../api';
-import { count, when } from '../format';
+import { api, type Account, type BudgetStatus, type List, type Token, type Usage } from '../api';
+import { budgetUse, count, when } from '../format';
 import { Alert, ConfirmDialog, Empty, PageHeader, StatusBadge, useLoad } from '../ui';
 import { CreateTokenDialog, EditTokenDialog } from './token-form';
 
@@ -13,6 +13,10 @@ type Dialog =
 
 export function Tokens(props: { account: Account }) {
   const { data, error, reload } = useLoad(() => api<List<Token>>('GET', '/tokens?limit=100'));
+  // Spend against each token's budget; the list still shows when usage cannot be read.
+  const { data: usage } = useLoad(() => api<Usage>('GET', '/usage?window=24h&bucket=1h').catch(() => null));
+  const budgets = new Map<string, BudgetStatus>();
+  for (const b of usage?.budgets ?? []) if (b.token_id !== null) budgets.set(b.token_id, b);
   const [dialog, setDialog] = useState<Dialog>(null);
   const [created, setCreated] = useState<(Token & { sanitized_key: string }) | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
@@ -57,6 +61,7 @@ export function Tokens(props: { account: Account }) {
                   <th scope="col" class="num">
                     Requests
                   </th>
+                  <th scope="col">Budget</th>
                   <th scope="col">
                     <span class="sr-only">Actions</span>
                   </th>
@@ -85,6 +90,13 @@ export function Tokens(props: { account: Account }) {
                     <td data-label="Last used">{when(t.last_used_at)}</td>
                     <td class="num" data-label="Requests">
                       {count(t.request_count)}
+                    </td>
+                    <td data-label="Budget" data-testid="token-budget">
+                      {t.budget === null
+                        ? '—'
+                        : budgets.has(t.token_id)
+                          ? budgetUse(budgets.get(t.token_id) as BudgetStatus)
+                          : '…'}
                     </td>
                     <td class="actions">
                       <button

@@ -3,6 +3,7 @@ import type { AccountRecord } from '../../store/records.js';
 import type { ApiDeps, ApiServer } from '../context.js';
 import { AccountObject, PatchAccountBody } from '../schemas.js';
 import { accountView } from '../views.js';
+import { budgetField } from './token-fields.js';
 
 const TAG = ['account'];
 
@@ -35,17 +36,20 @@ export function accountRoutes(app: ApiServer, deps: ApiDeps): void {
       schema: {
         tags: TAG,
         operationId: 'updateAccount',
-        summary: 'Change the account name or alert e-mail',
+        summary: 'Change the account name, alert e-mail or budget',
         body: PatchAccountBody,
         response: { 200: AccountObject },
       },
     },
     async (request) => {
-      const { name, alert_email: alertEmail } = request.body;
+      const { name, alert_email: alertEmail, budget } = request.body;
       const updated = await deps.store.accounts.update(request.account.id, {
         ...(name === undefined ? {} : { name }),
         ...(alertEmail === undefined ? {} : { alertEmail }),
+        ...(budget === undefined ? {} : { budget: budgetField(budget) }),
       });
+      // The proxy reads the account's budget again on its next request.
+      if (budget !== undefined) deps.onCredentialsChanged?.();
       return render(updated ?? request.account);
     },
   );

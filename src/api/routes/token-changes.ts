@@ -5,7 +5,13 @@ import type { ApiDeps, ApiServer } from '../context.js';
 import { PatchTokenBody } from '../dashboard-schemas.js';
 import { IdParams, TokenObject, listOf } from '../schemas.js';
 import { tokenView } from '../views.js';
-import { allowedHostsField, allowedIpsField, expiresAtField, rateLimitField } from './token-fields.js';
+import {
+  allowedHostsField,
+  allowedIpsField,
+  budgetField,
+  expiresAtField,
+  rateLimitField,
+} from './token-fields.js';
 import { tokenNotFound } from './tokens.js';
 
 const TAG = ['tokens'];
@@ -44,6 +50,7 @@ export function tokenChangeRoutes(app: ApiServer, deps: ApiDeps): void {
             : b.expires_at === null
               ? null
               : expiresAtField(b.expires_at, now),
+        budget: b.budget === undefined ? undefined : budgetField(b.budget),
       };
       const token = isTokenId(request.params.id)
         ? await deps.store.tokens.update(request.account.id, request.params.id, patch)

@@ -3,6 +3,7 @@ import { parseAllowedHosts } from '../../rules/allowed-hosts.js';
 import { parseWindow } from '../../rules/duration.js';
 import { parseAllowedIps } from '../../rules/ip-match.js';
 import type { RateLimit } from '../../store/records.js';
+import { parseBudget, type Budget } from '../../usage/budget.js';
 
 /** Checks of a token's editable fields, shared by create (POST) and edit (PATCH); errors name the field. */
 
@@ -45,4 +46,12 @@ export function expiresAtField(value: string, now: Date): string {
     });
   }
   return new Date(t).toISOString();
+}
+
+/** A budget (docs/usage.md): exactly one of `amount_usd` and `tokens`, and a period; null removes it. */
+export function budgetField(value: unknown, param = 'budget'): Budget | null {
+  if (value === null) return null;
+  const parsed = parseBudget(value, param);
+  if (!parsed.ok) throw new TokenProxyError('invalid_parameter', parsed.message, { param });
+  return parsed.budget;
 }

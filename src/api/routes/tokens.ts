@@ -18,7 +18,13 @@ import { listBody, pageQuery } from '../pagination.js';
 import { CreateTokenBody, CreatedTokenObject, IdParams, ListQuery, TokenObject, listOf } from '../schemas.js';
 import { tokenView } from '../views.js';
 import { requireProvider, sealRealKey } from './shared.js';
-import { allowedHostsField, allowedIpsField, expiresAtField, rateLimitField } from './token-fields.js';
+import {
+  allowedHostsField,
+  allowedIpsField,
+  budgetField,
+  expiresAtField,
+  rateLimitField,
+} from './token-fields.js';
 
 const TAG = ['tokens'];
 
@@ -73,6 +79,7 @@ export function tokenRoutes(app: ApiServer, deps: ApiDeps): void {
           authorizedOrigins: creation.origins,
           authorizedIps: creation.ips,
           rateLimit: creation.rateLimit,
+          budget: creation.budget,
           expiresAt: creation.expiresAt,
           createdAt: now.toISOString(),
         },
@@ -109,7 +116,8 @@ export function tokenRoutes(app: ApiServer, deps: ApiDeps): void {
         const rateLimit = b.rate_limit === undefined ? null : rateLimitField(b.rate_limit);
         const expiresAt =
           b.expires_at === undefined || b.expires_at === null ? null : expiresAtField(b.expires_at, now);
-        return { origins, ips, rateLimit, expiresAt, keyId: b.key_id };
+        const budget = b.budget === undefined ? null : budgetField(b.budget);
+        return { origins, ips, rateLimit, expiresAt, budget, keyId: b.key_id };
       }
     },
   );

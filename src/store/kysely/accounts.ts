@@ -1,3 +1,4 @@
+import { budgetText } from '../../usage/budget.js';
 import type { AccountPatch, AccountRepo, NewAccount } from '../store.js';
 import type { AccountRecord } from '../records.js';
 import type { RepoContext } from './context.js';
@@ -65,6 +66,7 @@ export class KyselyAccountRepo implements AccountRepo {
     const changes = {
       ...(patch.name === undefined ? {} : { name: patch.name }),
       ...(patch.alertEmail === undefined ? {} : { alert_email: patch.alertEmail }),
+      ...(patch.budget === undefined ? {} : { budget: budgetText(patch.budget) }),
     };
     if (Object.keys(changes).length === 0) return this.get(accountId);
     const row = await this.ctx.db

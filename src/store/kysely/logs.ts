@@ -24,6 +24,10 @@ const SAMPLE_REQUEST_LOG: RequestLogEntry = {
   authorized: false,
   latencyMs: 0,
   errorCode: null,
+  model: null,
+  inputTokens: null,
+  outputTokens: null,
+  costMicros: null,
 };
 const SAMPLE_ANOMALY: AnomalyEntry = {
   id: 'req_sample',
@@ -142,6 +146,10 @@ function requestLogRow(entry: RequestLogEntry): Insertable<RequestLogsTable> {
     authorized: entry.authorized ? 1 : 0,
     latency_ms: Math.round(entry.latencyMs),
     error_code: entry.errorCode,
+    model: entry.model,
+    input_tokens: entry.inputTokens,
+    output_tokens: entry.outputTokens,
+    cost_micros: entry.costMicros,
   };
 }
 

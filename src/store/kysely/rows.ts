@@ -1,3 +1,4 @@
+import { budgetFromText } from '../../usage/budget.js';
 import { sql, type SelectQueryBuilder, type SqlBool } from 'kysely';
 import {
   PLAN_NAMES,
@@ -47,6 +48,7 @@ export function toAccount(row: AccountRow): AccountRecord {
     plan: row.plan,
     alertEmail: row.alert_email,
     createdAt: row.created_at,
+    budget: budgetFromText(row.budget),
   };
 }
 
@@ -103,6 +105,7 @@ export function toToken(row: TokenRow): TokenRecord {
     expiresAt: row.expires_at,
     revokedAt: row.revoked_at,
     requestCount: row.request_count,
+    budget: budgetFromText(row.budget),
   };
 }
 
@@ -129,6 +132,10 @@ export function toRequestLog(row: RequestLogRow): RequestLogEntry {
     authorized: row.authorized !== 0,
     latencyMs: row.latency_ms,
     errorCode: row.error_code,
+    model: row.model,
+    inputTokens: row.input_tokens,
+    outputTokens: row.output_tokens,
+    costMicros: row.cost_micros,
   };
 }
 

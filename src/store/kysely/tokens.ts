@@ -1,3 +1,4 @@
+import { budgetText } from '../../usage/budget.js';
 import { sql, type Kysely, type Updateable } from 'kysely';
 import { usagePeriod } from '../../accounts/plans.js';
 import { StoreConflictError, StoreNotFoundError, StorePlanLimitError } from '../errors.js';
@@ -79,6 +80,7 @@ export class KyselyTokenRepo implements TokenRepo {
           authorized_origins: JSON.stringify(token.authorizedOrigins),
           authorized_ips: JSON.stringify(token.authorizedIps),
           rate_limit: rateLimitText(token.rateLimit),
+          budget: budgetText(token.budget ?? null),
           status: 'active',
           created_at: token.createdAt,
           last_used_at: null,
@@ -89,6 +91,18 @@ export class KyselyTokenRepo implements TokenRepo {
         .executeTakeFirstOrThrow();
       return toToken(row);
     });
+  }
+
+  async withBudgets(accountId: string): Promise<readonly TokenRecord[]> {
+    const rows = await this.ctx.db
+      .selectFrom('tokens')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('budget', 'is not', null)
+      .orderBy('created_at')
+      .limit(1000)
+      .execute();
+    return rows.map(toToken);
   }
 
   async get(accountId: string, tokenId: string): Promise<TokenRecord | undefined> {
@@ -182,6 +196,7 @@ export class KyselyTokenRepo implements TokenRepo {
     if (patch.authorizedIps !== undefined) set.authorized_ips = JSON.stringify(patch.authorizedIps);
     if (patch.rateLimit !== undefined) set.rate_limit = rateLimitText(patch.rateLimit);
     if (patch.expiresAt !== undefined) set.expires_at = patch.expiresAt;
+    if (patch.budget !== undefined) set.budget = budgetText(patch.budget);
     if (Object.keys(set).length === 0) return findToken(this.ctx.db, accountId, tokenId);
     const row = await this.ctx.db
       .updateTable('tokens')

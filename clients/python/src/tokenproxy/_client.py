@@ -221,6 +221,7 @@ class Tokens:
         allowed_ips: Optional[Sequence[str]] = None,
         rate_limit: Optional[Union[RateLimit, Mapping[str, Any]]] = None,
         expires_at: Optional[Union[str, datetime]] = None,
+        budget: Optional[Mapping[str, Any]] = None,
         idempotency_key: Optional[str] = None,
     ) -> CreatedToken:
         """POST /v1/tokens. The result's ``sanitized_key`` is shown only here."""
@@ -233,6 +234,7 @@ class Tokens:
             "allowed_ips": None if allowed_ips is None else list(allowed_ips),
             "rate_limit": rate_limit,
             "expires_at": expires_at,
+            "budget": None if budget is None else dict(budget),
         }
         return self._client._one(
             "tokens.create", CreatedToken, body=body, idempotency_key=idempotency_key
@@ -261,15 +263,18 @@ class Tokens:
         allowed_ips: Any = UNSET,
         rate_limit: Any = UNSET,
         expires_at: Any = UNSET,
+        budget: Any = UNSET,
     ) -> Token:
-        """PATCH /v1/tokens/:id. Omitted fields are unchanged; ``rate_limit=None`` and
-        ``expires_at=None`` remove them. Effective on the token's next request."""
+        """PATCH /v1/tokens/:id. Omitted fields are unchanged; ``rate_limit=None``,
+        ``expires_at=None`` and ``budget=None`` remove them. Effective on the token's next request.
+        A budget is ``{"amount_usd": 20, "period": "month"}`` or ``{"tokens": 2000000, "period": "day"}``."""
         fields = (
             ("name", name),
             ("allowed_hosts", allowed_hosts if allowed_hosts is UNSET else list(allowed_hosts)),
             ("allowed_ips", allowed_ips if allowed_ips is UNSET else list(allowed_ips)),
             ("rate_limit", rate_limit),
             ("expires_at", expires_at),
+            ("budget", budget),
         )
         body = {k: v for k, v in fields if v is not UNSET}
         return self._client._one("tokens.update", Token, id=id, body=body, keep_nulls=True)
@@ -394,9 +399,11 @@ class AccountResource:
         """GET /v1/account"""
         return self._client._one("account.get", Account)
 
-    def update(self, *, name: Any = UNSET, alert_email: Any = UNSET) -> Account:
-        """PATCH /v1/account. ``alert_email=None`` clears the address; omitted fields are unchanged."""
-        body = {k: v for k, v in (("name", name), ("alert_email", alert_email)) if v is not UNSET}
+    def update(self, *, name: Any = UNSET, alert_email: Any = UNSET, budget: Any = UNSET) -> Account:
+        """PATCH /v1/account. ``alert_email=None`` clears the address and ``budget=None`` removes the
+        account's budget; omitted fields are unchanged."""
+        fields = (("name", name), ("alert_email", alert_email), ("budget", budget))
+        body = {k: v for k, v in fields if v is not UNSET}
         return self._client._one("account.update", Account, body=body, keep_nulls=True)
 
 
@@ -415,11 +422,17 @@ class UsageResource:
 
     def get(self, *, window: Optional[str] = None, bucket: Optional[str] = None) -> Usage:
         """GET /v1/usage: forwarded and refused requests per bucket (``1h``/``1d``) over the window
-        (``24h``/``7d``)."""
+        (``24h``/``7d``), provider tokens and cost (``spend``) and spend against budgets."""
         raw = self._client._request("usage.get", query={"window": window, "bucket": bucket})
         usage = from_json(Usage, raw)
         buckets = [from_json(UsageBucket, b) for b in raw.get("buckets", [])]
-        return dataclasses.replace(usage, buckets=buckets, refused_by_reason=dict(raw.get("refused_by_reason", {})))
+        return dataclasses.replace(
+            usage,
+            buckets=buckets,
+            refused_by_reason=dict(raw.get("refused_by_reason", {})),
+            spend=raw.get("spend"),
+            budgets=raw.get("budgets"),
+        )
 
 
 # -- helpers ---------------------------------------------------------------------------------------

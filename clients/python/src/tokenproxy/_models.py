@@ -35,6 +35,16 @@ class RateLimit:
 
 
 @dataclass(frozen=True)
+class Budget:
+    """A spend cap: exactly one of ``amount_usd`` and ``tokens``, per ``day``, ``month`` or ``total``."""
+
+    period: str
+    amount_usd: Optional[float] = None
+    #: Input plus output tokens.
+    tokens: Optional[int] = None
+
+
+@dataclass(frozen=True)
 class Token:
     #: The token_id (not secret).
     id: str
@@ -55,8 +65,10 @@ class Token:
     sanitized_key_hint: str
     #: Base URL for provider SDKs (OpenAI: ``proxy_base_url + "/v1"``).
     proxy_base_url: str
+    #: The token's budget, or ``None`` (also from servers older than budgets).
+    budget: Optional[Budget]
 
-    _nested = {"rate_limit": RateLimit}
+    _nested = {"rate_limit": RateLimit, "budget": Budget}
 
 
 @dataclass(frozen=True)
@@ -104,8 +116,10 @@ class Account:
     usage: AccountUsage
     alert_email: Optional[str]
     created_at: str
+    #: The budget over all the account's tokens, or ``None``.
+    budget: Optional[Budget] = None
 
-    _nested = {"limits": AccountLimits, "usage": AccountUsage}
+    _nested = {"limits": AccountLimits, "usage": AccountUsage, "budget": Budget}
 
 
 @dataclass(frozen=True)
@@ -181,6 +195,11 @@ class RequestLog:
     #: The proxy's own error code when it refused or failed the request; ``None`` when forwarded
     #: (and from servers older than this field).
     error_code: Optional[str] = None
+    #: Usage the provider reported and its cost in micro-USD; ``None`` when unknown.
+    model: Optional[str] = None
+    input_tokens: Optional[int] = None
+    output_tokens: Optional[int] = None
+    cost_micros: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -219,3 +238,7 @@ class Usage:
     refused_by_reason: Dict[str, int]
     #: Oldest first, one per bucket, empty buckets included.
     buckets: List[UsageBucket]
+    #: Provider tokens and cost in the window: totals, ``by_token``, ``by_model`` and ``buckets``.
+    spend: Optional[Dict[str, Any]] = None
+    #: Spend against the account's and each token's budget in its current period.
+    budgets: Optional[List[Dict[str, Any]]] = None

@@ -1,0 +1,105 @@
+import type { IncomingMessage } from 'node:http';
+import type { Readable } from 'node:stream';
+import type { TokenRecord } from '../store/records.js';
+import { describeBudget } from '../usage/budget.js';
+import { isRefusal, type BudgetGuard, type Hold } from '../usage/budget-guard.js';
+import { peekBody } from '../usage/body-peek.js';
+import { costMicros } from '../usage/prices.js';
+import { modelFromPath, REQUEST_PREFIX_BYTES, requestHints, worstCase } from '../usage/request-hints.js';
+import { UsageScanner } from '../usage/usage-scanner.js';
+import type { UsageDeps } from './deps.js';
+import { budgetExceededMessage } from './errors.js';
+
+/**
+ * The proxy's side of issue 19, kept out of the request flow (handler.ts): which answers are scanned
+ * for usage, what a record says about usage, and the budget reservation before forwarding.
+ */
+
+/** Only JSON and SSE answers say usage; anything else (audio, files) is not scanned at all. */
+export function scannerFor(contentType: string | string[] | undefined): UsageScanner | null {
+  if (typeof contentType !== 'string') return null;
+  return contentType.includes('json') || contentType.includes('event-stream') ? new UsageScanner() : null;
+}
+
+export interface RecordedUsage {
+  readonly model: string | null;
+  readonly inputTokens: number | null;
+  readonly outputTokens: number | null;
+  readonly costMicros: number | null;
+}
+
+export const NO_USAGE: RecordedUsage = Object.freeze({
+  model: null,
+  inputTokens: null,
+  outputTokens: null,
+  costMicros: null,
+});
+
+/** The record's usage: the answer's counts and model, else the request's model (body, then path). */
+export function recordedUsage(
+  usage: UsageDeps | undefined,
+  scanner: UsageScanner | null,
+  provider: string,
+  requestModel: string | null,
+  path: string,
+): RecordedUsage {
+  const said = scanner?.usage();
+  const model = said?.model ?? requestModel ?? modelFromPath(path);
+  const input = said?.inputTokens ?? null;
+  const output = said?.outputTokens ?? null;
+  if (model === null && input === null && output === null) return NO_USAGE;
+  const price = usage?.prices.lookup(provider, model);
+  return { model, inputTokens: input, outputTokens: output, costMicros: costMicros(price, input, output) };
+}
+
+export type BudgetAdmission =
+  | {
+      readonly ok: true;
+      readonly hold: Hold;
+      readonly body: Readable | null;
+      readonly model: string | null;
+    }
+  | { readonly ok: false; readonly headers: readonly string[] | null; readonly message: string }
+  /** The client went away while its body was read. */
+  | null;
+
+/**
+ * Reads a bounded prefix of the body, reserves the worst case in the token's and the account's
+ * budgets, and says how to go on: forward (with the body replayed), or refuse with 429.
+ */
+export async function reserveBudget(
+  guard: BudgetGuard,
+  usage: UsageDeps,
+  req: IncomingMessage,
+  token: TokenRecord,
+  provider: string,
+  hasBody: boolean,
+  now: number,
+): Promise<BudgetAdmission> {
+  const peeked = hasBody ? await peekBody(req, REQUEST_PREFIX_BYTES) : null;
+  if (hasBody && peeked === null) return null;
+  const hints = peeked === null ? { model: null, maxOutputTokens: null } : requestHints(peeked.prefix);
+  const length = Number(req.headers['content-length']);
+  const worst = worstCase({
+    hints,
+    contentLength: Number.isSafeInteger(length) && length >= 0 ? length : null,
+    prefixBytes: peeked?.prefix.length ?? 0,
+    complete: peeked?.complete ?? true,
+    defaultReservation: usage.defaultReservation,
+  });
+  const result = await guard.reserve(
+    token,
+    provider,
+    { model: hints.model, inputTokens: worst.inputTokens, outputTokens: worst.outputTokens },
+    now,
+  );
+  if (isRefusal(result)) {
+    const message = budgetExceededMessage(result.scope, describeBudget(result.budget), result.resetsAt);
+    const headers =
+      result.resetsAt === null
+        ? null
+        : ['Retry-After', String(Math.max(1, Math.ceil((result.resetsAt - now) / 1000)))];
+    return { ok: false, headers, message };
+  }
+  return { ok: true, hold: result, body: peeked?.body ?? null, model: hints.model };
+}

@@ -1,0 +1,156 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Agent, request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAccount } from '../../src/accounts/create-account.js';
+import { startServe, type ServerProcess } from '../support/cli.js';
+import { databases, type OpenedDatabase } from '../support/databases.js';
+import { startMockProvider, type MockProvider } from '../support/mock-provider.js';
+
+/**
+ * Budgets across a cluster: two `tokenproxy serve` processes on one PostgreSQL database share their
+ * counters through Redis, and 50 concurrent requests of one budgeted token, spread over both, still
+ * overshoot the budget by less than one request.
+ *
+ * Runs only once the Redis implementation of the Counters interface (src/limits/redis-counters.ts)
+ * and its `--redis <url>` setting exist on the branch; until then it is skipped.
+ */
+const HAS_REDIS_COUNTERS = existsSync(
+  fileURLToPath(new URL('../../src/limits/redis-counters.ts', import.meta.url)),
+);
+const postgres = databases.find((d) => d.name === 'postgres');
+const BODY = JSON.stringify({ model: 'gpt-4o', max_tokens: 60, messages: [{ role: 'user', content: 'hi' }] });
+const WORST = Buffer.byteLength(BODY) + 60;
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+describe.skipIf(!HAS_REDIS_COUNTERS || postgres?.available !== true)(
+  'a budget across two processes with Redis',
+  () => {
+    let mock: MockProvider;
+    let db: OpenedDatabase;
+    let redis: ChildProcess;
+    let servers: ServerProcess[] = [];
+    let dispatcher: Agent;
+    let apiKey: string;
+    const dirs: string[] = [];
+
+    beforeAll(async () => {
+      mock = await startMockProvider();
+      db = await (postgres as NonNullable<typeof postgres>).create();
+      ({ apiKey } = await createAccount(db.store, 'cluster', 'unlimited', new Date()));
+      const redisPort = await freePort();
+      // A Redis of its own: the machine's server is never touched.
+      redis = spawn('redis-server', ['--port', String(redisPort), '--save', '', '--appendonly', 'no'], {
+        stdio: 'ignore',
+      });
+      const work = await mkdtemp(path.join(os.tmpdir(), 'tokenproxy-cluster-'));
+      dirs.push(work);
+      await writeFile(path.join(work, 'ca.pem'), mock.caCertPem);
+      await writeFile(
+        path.join(work, 'config.json'),
+        JSON.stringify({ providers: { openai: { base_url: mock.url, auth: 'bearer' } } }),
+      );
+      const masterKey = randomBytes(32).toString('base64');
+      for (let i = 0; i < 2; i++) {
+        const dataDir = await mkdtemp(path.join(os.tmpdir(), `tokenproxy-cluster-${i}-`));
+        dirs.push(dataDir);
+        servers.push(
+          await startServe(
+            [
+              '--data-dir',
+              dataDir,
+              '--database',
+              db.database as string,
+              '--config',
+              path.join(work, 'config.json'),
+              '--provider-ca',
+              path.join(work, 'ca.pem'),
+              '--redis',
+              `redis://127.0.0.1:${redisPort}`,
+            ],
+            { TOKENPROXY_MASTER_KEY: masterKey },
+          ),
+        );
+      }
+      const ca = await Promise.all(
+        dirs.slice(1).map((d) => readFile(path.join(d, 'tls', 'cert.pem'), 'utf8')),
+      );
+      dispatcher = new Agent({ connect: { ca }, connections: 100 });
+    }, 180_000);
+
+    afterAll(async () => {
+      for (const s of servers) await s.stop();
+      servers = [];
+      if (redis?.pid !== undefined) redis.kill('SIGTERM');
+      await dispatcher?.close();
+      await mock?.close();
+      await db?.cleanup();
+      for (const d of dirs) await rm(d, { recursive: true, force: true });
+    });
+
+    it('50 concurrent requests over both processes overshoot a token budget by less than one request', async () => {
+      const budget = 10 * WORST;
+      const [first, second] = servers as [ServerProcess, ServerProcess];
+      const created = await request(`${first.apiUrl}/v1/tokens`, {
+        method: 'POST',
+        dispatcher,
+        headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          name: 'cluster',
+          provider: 'openai',
+          real_key: 'sk-cluster-budget-0000000000',
+          allowed_hosts: ['app.example.com'],
+          budget: { tokens: budget, period: 'day' },
+        }),
+      });
+      expect(created.statusCode).toBe(201);
+      const { sanitized_key: token, token_id: tokenId } = (await created.body.json()) as {
+        sanitized_key: string;
+        token_id: string;
+      };
+      const results = await Promise.all(
+        Array.from({ length: 50 }, async (_, i) => {
+          const res = await request(`${(i % 2 === 0 ? first : second).proxyUrl}/openai/v1/chat/completions`, {
+            method: 'POST',
+            dispatcher,
+            headers: {
+              authorization: `Bearer ${token}`,
+              origin: 'https://app.example.com',
+              'content-type': 'application/json',
+            },
+            body: BODY,
+          });
+          const json = (await res.body.json()) as {
+            usage?: { prompt_tokens: number; completion_tokens: number };
+          };
+          return { status: res.statusCode, json };
+        }),
+      );
+      const ok = results.filter((r) => r.status === 200);
+      expect(ok.length).toBeGreaterThan(0);
+      expect(results.filter((r) => r.status === 429).length).toBeGreaterThan(0);
+      const costs = ok.map(
+        (r) => (r.json.usage?.prompt_tokens ?? 0) + (r.json.usage?.completion_tokens ?? 0),
+      );
+      const spent = costs.reduce((a, b) => a + b, 0);
+      expect(spent).toBeLessThanOrEqual(budget + Math.max(...costs));
+      expect(tokenId).toMatch(/\w/);
+    });
+  },
+);
