@@ -1,11 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../../src/accounts/create-account.js';
@@ -17,13 +15,8 @@ import { startMockProvider, type MockProvider } from '../support/mock-provider.j
  * Budgets across a cluster: two `tokenproxy serve` processes on one PostgreSQL database share their
  * counters through Redis, and 50 concurrent requests of one budgeted token, spread over both, still
  * overshoot the budget by less than one request.
- *
- * Runs only once the Redis implementation of the Counters interface (src/limits/redis-counters.ts)
- * and its `--redis <url>` setting exist on the branch; until then it is skipped.
+
  */
-const HAS_REDIS_COUNTERS = existsSync(
-  fileURLToPath(new URL('../../src/limits/redis-counters.ts', import.meta.url)),
-);
 const postgres = databases.find((d) => d.name === 'postgres');
 const BODY = JSON.stringify({ model: 'gpt-4o', max_tokens: 60, messages: [{ role: 'user', content: 'hi' }] });
 const WORST = Buffer.byteLength(BODY) + 60;
@@ -39,7 +32,7 @@ function freePort(): Promise<number> {
   });
 }
 
-describe.skipIf(!HAS_REDIS_COUNTERS || postgres?.available !== true)(
+describe.skipIf(postgres?.available !== true)(
   'a budget across two processes with Redis',
   () => {
     let mock: MockProvider;
