@@ -176,6 +176,9 @@ export const PatchAccountBody = Type.Object(
   {
     name: Type.Optional(Name),
     alert_email: Type.Optional(Type.Union([Type.String({ format: 'email', maxLength: 254 }), Type.Null()])),
+    plan: Type.Optional(
+      Type.String({ maxLength: 200, description: 'refused (403 plan_change_forbidden): the operator sets plans' }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -220,7 +223,7 @@ const EventObjectSchema = Type.Object({
 
 const components: { $id: string }[] = [];
 
-function component<T extends TObject>(id: string, schema: T): TUnsafe<Static<T>> {
+export function component<T extends TObject>(id: string, schema: T): TUnsafe<Static<T>> {
   components.push({ ...schema, $id: id });
   return Type.Unsafe<Static<T>>({ $ref: `${id}#` });
 }

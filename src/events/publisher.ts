@@ -8,6 +8,13 @@ export const EVENT_TYPES = [
   'token.revoked',
   'token.expired',
   'anomaly.detected',
+  // Changes recorded in the audit log that subscribers can act on (src/audit/actions.ts).
+  'token.created',
+  'token.updated',
+  'api_key.created',
+  'api_key.deleted',
+  'account.plan_changed',
+  'account.key_rotated',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

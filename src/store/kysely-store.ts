@@ -2,6 +2,8 @@ import { sql, type Kysely } from 'kysely';
 import type { DialectName, DialectSupport } from './dialect.js';
 import { StoreUnavailableError } from './errors.js';
 import { KyselyAccountRepo } from './kysely/accounts.js';
+import { KyselyApiKeyRepo } from './kysely/api-keys.js';
+import { KyselyAuditRepo } from './kysely/audit.js';
 import { KyselyDeliveryRepo } from './kysely/deliveries.js';
 import { KyselyEventRepo } from './kysely/events.js';
 import { KyselyIdempotencyRepo } from './kysely/idempotency.js';
@@ -31,6 +33,8 @@ export class KyselyStore implements Store {
   readonly keks: KyselyKekRepo;
   readonly sessions: KyselySessionRepo;
   readonly usageRollups: KyselyUsageRollupRepo;
+  readonly apiKeys: KyselyApiKeyRepo;
+  readonly audit: KyselyAuditRepo;
   private closing: Promise<void> | undefined;
 
   constructor(
@@ -51,6 +55,8 @@ export class KyselyStore implements Store {
     this.keks = new KyselyKekRepo(ctx);
     this.sessions = new KyselySessionRepo(ctx);
     this.usageRollups = new KyselyUsageRollupRepo(ctx);
+    this.apiKeys = new KyselyApiKeyRepo(ctx);
+    this.audit = new KyselyAuditRepo(ctx);
   }
 
   async ping(): Promise<void> {
