@@ -1,16 +1,10 @@
-/* eslint-disable @typescript-eslint/no-explicit-any --
+/* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-argument, @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-return --
    tests read JSON bodies of known shape; a failed assumption fails the test, which is the point */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql, type Kysely } from 'kysely';
 import { AUDIT_ACTIONS } from '../../src/audit/actions.js';
 import { databases } from '../support/databases.js';
-import {
-  eventually,
-  startEventsHarness,
-  startReceiver,
-  type EventsHarness,
-  type Receiver,
-} from '../events/support.js';
+import { startEventsHarness, startReceiver, type EventsHarness, type Receiver } from '../events/support.js';
 
 const HOST = 'dash.test:8443';
 const ORIGIN = `https://${HOST}`;
@@ -67,7 +61,7 @@ for (const fixture of databases) {
       };
     }
 
-    async function expectOk(res: Call, status = 200): Promise<any> {
+    function expectOk(res: Call, status = 200): any {
       const failures = res.status >= 500 ? h.logs.filter((l) => l.includes('request failed')).join('\n') : '';
       expect(res.status, `${res.text}\n${failures}`).toBe(status);
       return res.body;
