@@ -230,7 +230,7 @@ for (const fixture of databases) {
           });
           return {
             status: res.statusCode,
-            headers: res.headers,
+            headers: res.headers as ApiResponse['headers'],
             text: res.body,
             body: JSON.parse(res.body) as unknown,
           };
