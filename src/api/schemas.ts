@@ -177,7 +177,10 @@ export const PatchAccountBody = Type.Object(
     name: Type.Optional(Name),
     alert_email: Type.Optional(Type.Union([Type.String({ format: 'email', maxLength: 254 }), Type.Null()])),
     plan: Type.Optional(
-      Type.String({ maxLength: 200, description: 'refused (403 plan_change_forbidden): the operator sets plans' }),
+      Type.String({
+        maxLength: 200,
+        description: 'refused (403 plan_change_forbidden): the operator sets plans',
+      }),
     ),
   },
   { additionalProperties: false },
