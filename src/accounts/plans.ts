@@ -1,5 +1,3 @@
-import type { PlanName } from '../store/records.js';
-
 /** What each plan allows. One table, read by token creation, the account view and (later) quotas. */
 export interface PlanLimits {
   /** Active (not revoked, not expired) tokens; null = no cap. */
@@ -8,10 +6,22 @@ export interface PlanLimits {
   readonly requestsPerMonth: number | null;
 }
 
-export const PLANS: Readonly<Record<PlanName, PlanLimits>> = Object.freeze({
+/** The plans in force, by name: the built-in ones plus the config file's (see plan-config.ts). */
+export type PlanTable = Readonly<Record<string, PlanLimits>>;
+
+/** Built in; the config file's `plans` may change their limits and add plans of its own. */
+export const PLANS: PlanTable = Object.freeze({
   free: Object.freeze({ activeTokens: 3, requestsPerMonth: 100_000 }),
   unlimited: Object.freeze({ activeTokens: null, requestsPerMonth: null }),
 });
+
+/**
+ * The limits of a plan name. An account whose plan was removed from the config file gets `free`'s
+ * limits (`tokenproxy accounts list` marks it): a typo must never lift an account's caps.
+ */
+export function planLimits(plans: PlanTable, name: string): PlanLimits {
+  return plans[name] ?? plans.free ?? (PLANS.free as PlanLimits);
+}
 
 /** The usage period a moment falls in: the calendar month in UTC, as `YYYY-MM` plus its first instant. */
 export function usagePeriod(now: Date): { period: string; start: string } {

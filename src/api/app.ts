@@ -14,6 +14,8 @@ import { coerceLimit } from './pagination.js';
 import { clientErrorHandler, frameworkError, isClientAbort } from './listener-errors.js';
 import { dashboardRoutes } from './dashboard-assets.js';
 import { accountRoutes } from './routes/account.js';
+import { apiKeyRoutes } from './routes/api-keys.js';
+import { auditRoutes } from './routes/audit.js';
 import { deliveryRoutes } from './routes/deliveries.js';
 import { anomalyRoutes } from './routes/anomalies.js';
 import { eventRoutes } from './routes/events.js';
@@ -25,7 +27,7 @@ import { providerRoutes } from './routes/providers.js';
 import { SESSION_ROUTE, sessionRoutes } from './routes/session.js';
 import { tokenChangeRoutes } from './routes/token-changes.js';
 import { usageRoutes } from './routes/usage.js';
-import { authenticateRequest } from './session/request-auth.js';
+import { authenticateRequest, requireScope, type Caller } from './session/request-auth.js';
 import { DashboardSessions } from './session/sessions.js';
 import { tokenRoutes } from './routes/tokens.js';
 import { webhookRoutes } from './routes/webhooks.js';
@@ -182,6 +184,7 @@ export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promis
     (v1, _opts, done) => {
       const api = v1 as unknown as ApiServer;
       api.decorateRequest('account', null as unknown as never);
+      api.decorateRequest('actor', null as unknown as never);
       api.addHook('onRoute', (route) => {
         const schema = route.schema as Record<string, unknown> | undefined;
         if (schema === undefined || schema.hide === true) return;
@@ -205,16 +208,19 @@ export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promis
       api.addHook('onRequest', async (request) => {
         const route = request.routeOptions.url;
         if (route === '/v1/openapi.json' || route === SESSION_ROUTE) return;
-        request.account = await authenticateRequest(request, {
+        const caller = await authenticateRequest(request, {
           sessions,
           publicApiUrl: deps.publicApiUrl,
           now: deps.now,
           bearer: (header) => authenticate(deps, header),
         });
+        request.account = caller.account;
+        request.actor = caller.actor;
+        requireScope(request, caller);
       });
       registerIdempotency(api, deps);
       api.get('/openapi.json', { schema: { hide: true } }, () => Promise.resolve(app.swagger()));
-      sessionRoutes(api, { sessions, publicApiUrl: deps.publicApiUrl, now: deps.now });
+      sessionRoutes(api, { sessions, publicApiUrl: deps.publicApiUrl, now: deps.now }, deps);
       tokenChangeRoutes(api, deps);
       tokenRoutes(api, deps);
       usageRoutes(api, deps);
@@ -226,6 +232,8 @@ export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promis
       anomalyRoutes(api, deps);
       webhookRoutes(api, deps);
       eventRoutes(api, deps);
+      apiKeyRoutes(api, deps);
+      auditRoutes(api, deps);
       done();
     },
     { prefix: '/v1' },
@@ -234,7 +242,7 @@ export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promis
   return app;
 }
 
-async function authenticate(deps: ApiDeps, header: string | undefined) {
+async function authenticate(deps: ApiDeps, header: string | undefined): Promise<Caller> {
   if (header === undefined || header === '') {
     throw new TokenProxyError(
       'missing_api_key',
@@ -249,9 +257,13 @@ async function authenticate(deps: ApiDeps, header: string | undefined) {
       'The API key is malformed. Expected "Authorization: Bearer svc_sk_…".',
     );
   }
-  const account = await deps.store.accounts.findByApiKeyDigest(secretDigest(key));
-  if (!account) throw new TokenProxyError('invalid_api_key', 'The API key is not valid.');
-  return account;
+  const found = await deps.store.apiKeys.findLive(secretDigest(key));
+  if (!found) throw new TokenProxyError('invalid_api_key', 'The API key is not valid.');
+  return {
+    account: found.account,
+    actor: { type: 'api_key', id: found.key.id, name: found.key.name },
+    scope: found.key.scope,
+  };
 }
 
 /** What of an unexpected error may reach the log: type, message and stack, no attached request data. */

@@ -8,8 +8,9 @@ import type {
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { HostResolver } from '../events/address-guard.js';
 import type { ProviderRegistry } from '../providers/providers.js';
-import type { PlanLimits } from '../accounts/plans.js';
-import type { AccountRecord, PlanName } from '../store/records.js';
+import type { PlanTable } from '../accounts/plans.js';
+import type { Actor } from '../store/access-records.js';
+import type { AccountRecord } from '../store/records.js';
 import type { Store } from '../store/store.js';
 import type { Vault } from '../vault/vault.js';
 
@@ -22,7 +23,7 @@ export interface ApiDeps {
   readonly publicProxyUrl: string;
   readonly now: () => Date;
   /** Plan limits in force (the built-in table with the config file's overrides). */
-  readonly plans: Readonly<Record<PlanName, PlanLimits>>;
+  readonly plans: PlanTable;
   /**
    * Called after a token is created or revoked and after a key is rotated or deleted, once the store
    * has the change: the proxy drops its cached token lookups so the next request sees it.
@@ -55,5 +56,7 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** Set by the API-key check on every /v1 route. */
     account: AccountRecord;
+    /** Who is making the request (API key, dashboard session), for the audit log. */
+    actor: Actor;
   }
 }

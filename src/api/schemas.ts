@@ -206,6 +206,12 @@ export const PatchAccountBody = Type.Object(
     name: Type.Optional(Name),
     alert_email: Type.Optional(Type.Union([Type.String({ format: 'email', maxLength: 254 }), Type.Null()])),
     budget: Type.Optional(Type.Union([BudgetSchema, Type.Null()], { description: 'null removes it' })),
+    plan: Type.Optional(
+      Type.String({
+        maxLength: 200,
+        description: 'refused (403 plan_change_forbidden): the operator sets plans',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -250,7 +256,7 @@ const EventObjectSchema = Type.Object({
 
 const components: { $id: string }[] = [];
 
-function component<T extends TObject>(id: string, schema: T): TUnsafe<Static<T>> {
+export function component<T extends TObject>(id: string, schema: T): TUnsafe<Static<T>> {
   components.push({ ...schema, $id: id });
   return Type.Unsafe<Static<T>>({ $ref: `${id}#` });
 }

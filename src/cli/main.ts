@@ -1,7 +1,7 @@
-import { Command, CommanderError, Option } from 'commander';
+import { Command, CommanderError } from 'commander';
 import { ConfigError, loadConfig, type Config } from '../config/load.js';
 import { SETTINGS, envName, flagName, type SettingSpec } from '../config/settings.js';
-import { PLAN_NAMES, type PlanName } from '../store/records.js';
+import { registerAccountCommands } from './accounts.js';
 import { registerKekCommands } from './kek.js';
 import { VERSION } from '../version.js';
 
@@ -43,17 +43,17 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo): Prom
     result = migrate(opts, io);
   });
 
-  const accounts = program.command('accounts').description('Manage accounts directly in the store');
-  withSettings(
-    accounts
-      .command('create')
-      .description('Create an account and print its API key (works while the server runs)')
-      .requiredOption('--name <name>', 'account name')
-      .addOption(new Option('--plan <plan>', 'plan').choices(PLAN_NAMES).default('free'))
-      .option('--json', 'print {"account_id", "api_key"} as JSON'),
-    [...STORE_SETTINGS, ...KEK_SETTINGS],
-  ).action((opts: Record<string, unknown>) => {
-    result = createAccountCommand(opts, io);
+  registerAccountCommands(program, {
+    withSettings,
+    configFrom: (opts) => configFrom(opts, io),
+    env: io.env,
+    stdout: io.stdout,
+    stderr: io.stderr,
+    readSettings: STORE_SETTINGS,
+    writeSettings: [...STORE_SETTINGS, ...KEK_SETTINGS],
+    run: (promise) => {
+      result = promise;
+    },
   });
 
   registerKekCommands(program, {
@@ -184,35 +184,6 @@ async function migrate(opts: Record<string, unknown>, io: CliIo): Promise<number
   try {
     const applied = await store.migrateToLatest();
     io.stdout(applied.length === 0 ? 'Database is up to date.' : `Applied: ${applied.join(', ')}`);
-    return 0;
-  } finally {
-    await store.close();
-  }
-}
-
-async function createAccountCommand(opts: Record<string, unknown>, io: CliIo): Promise<number> {
-  const config = configFrom(opts, io);
-  const name = String(opts.name).trim();
-  if (name === '' || name.length > 200) {
-    io.stderr('tokenproxy: --name must be 1 to 200 characters.');
-    return 2;
-  }
-  const [{ openStore }, { createAccount }, { openKek }] = await Promise.all([
-    import('../store/open.js'),
-    import('../accounts/create-account.js'),
-    import('../vault/open-kek.js'),
-  ]);
-  const store = await openStore({ database: config.database, dataDir: config.dataDir });
-  try {
-    // Same check as serve: a command run with the wrong KEK writes nothing to the store.
-    await (await openKek(config, io.env, store)).close();
-    const { account, apiKey } = await createAccount(store, name, opts.plan as PlanName, new Date());
-    if (opts.json === true) {
-      io.stdout(JSON.stringify({ account_id: account.id, api_key: apiKey }));
-    } else {
-      io.stdout(`Created account "${account.name}" (${account.id}, plan ${account.plan}).`);
-      io.stdout(`API key (shown only this once): ${apiKey}`);
-    }
     return 0;
   } finally {
     await store.close();

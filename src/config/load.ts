@@ -3,10 +3,10 @@ import { availableParallelism, hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { PROVIDER_ID_PATTERN, parseProviderAuth, type Provider } from '../providers/providers.js';
-import { PLANS, type PlanLimits } from '../accounts/plans.js';
+import type { PlanTable } from '../accounts/plans.js';
+import { parsePlans } from '../accounts/plan-config.js';
 import { parseDuration } from '../rules/duration.js';
 import { parseTrustProxy } from '../rules/ip-match.js';
-import { PLAN_NAMES, type PlanName } from '../store/records.js';
 import { loadDefaultPrices, mergePrices, parsePrices, type PriceData } from '../usage/prices.js';
 import { ConfigError } from './config-error.js';
 import { convertSetting } from './convert.js';
@@ -44,7 +44,7 @@ export interface Config {
   readonly webhookDisableAfterMs: number;
   readonly expirySweepIntervalMs: number;
   /** Plan limits: the built-in table, with the config file's `plans` applied. */
-  readonly plans: Readonly<Record<PlanName, PlanLimits>>;
+  readonly plans: PlanTable;
   readonly kek: 'local' | 'pkcs11';
   /** The PKCS#11 settings, present exactly when `kek` is `pkcs11`. */
   readonly pkcs11: Pkcs11Settings | undefined;
@@ -100,45 +100,6 @@ const fileProviderSchema = z.strictObject({
 const SETTING_NAMES = new Set<string>(SETTINGS.map((s) => s.name));
 /** Structured keys that only the config file can hold. */
 const FILE_ONLY_KEYS = new Set(['providers', 'plans', 'prices']);
-
-const planSchema = z.strictObject({
-  active_tokens: z.union([z.int().min(0), z.null()]).optional(),
-  requests_per_month: z.union([z.int().min(0), z.null()]).optional(),
-});
-
-/**
- * `"plans": {"free": {"active_tokens": 3, "requests_per_month": 100000}}` changes the built-in limits
- * (operators; tests shrink them). `null` means no cap. Unnamed fields keep their default.
- */
-function parsePlans(raw: unknown, path: string | undefined): Record<PlanName, PlanLimits> {
-  const plans: Record<PlanName, PlanLimits> = { ...PLANS };
-  if (raw === undefined) return plans;
-  const where = `key "plans" of ${path ?? 'the config file'}`;
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-    throw new ConfigError(
-      `${where} must be an object: {"free": {"active_tokens": 3, "requests_per_month": 100000}}.`,
-    );
-  }
-  for (const [name, value] of Object.entries(raw)) {
-    if (!(PLAN_NAMES as readonly string[]).includes(name)) {
-      throw new ConfigError(`${where}: unknown plan "${name}"; plans are ${PLAN_NAMES.join(', ')}.`);
-    }
-    const parsed = planSchema.safeParse(value);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      throw new ConfigError(
-        `${where}: plan "${name}"${issue?.path.length ? ` field "${issue.path.join('.')}"` : ''}: expected {"active_tokens": <integer or null>, "requests_per_month": <integer or null>}.`,
-      );
-    }
-    const base = plans[name as PlanName];
-    plans[name as PlanName] = {
-      activeTokens: parsed.data.active_tokens === undefined ? base.activeTokens : parsed.data.active_tokens,
-      requestsPerMonth:
-        parsed.data.requests_per_month === undefined ? base.requestsPerMonth : parsed.data.requests_per_month,
-    };
-  }
-  return plans;
-}
 
 function retrySchedule(text: string): number[] {
   return text.split(',').map((part) => {

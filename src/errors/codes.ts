@@ -32,6 +32,8 @@ export const ERROR_CODES = {
   // Account API keys
   missing_api_key: { status: 401, type: 'authentication' },
   invalid_api_key: { status: 401, type: 'authentication' },
+  insufficient_scope: { status: 403, type: 'authentication' },
+  plan_change_forbidden: { status: 403, type: 'authentication' },
 
   // Dashboard sessions (DESIGN §12)
   session_expired: { status: 401, type: 'authentication' },
@@ -43,6 +45,7 @@ export const ERROR_CODES = {
   token_not_found: { status: 404, type: 'not_found' },
   key_not_found: { status: 404, type: 'not_found' },
   webhook_not_found: { status: 404, type: 'not_found' },
+  api_key_not_found: { status: 404, type: 'not_found' },
   key_deleted: { status: 409, type: 'conflict' },
 
   // Idempotency-Key on POST routes (management API)

@@ -10,6 +10,13 @@ export const EVENT_TYPES = [
   'anomaly.detected',
   'budget.threshold_reached',
   'budget.exceeded',
+  // Changes recorded in the audit log that subscribers can act on (src/audit/actions.ts).
+  'token.created',
+  'token.updated',
+  'api_key.created',
+  'api_key.deleted',
+  'account.plan_changed',
+  'account.key_rotated',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

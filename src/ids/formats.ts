@@ -19,6 +19,8 @@ export const ID_PREFIXES = {
   webhook: 'wh_',
   event: 'evt_',
   account: 'acct_',
+  apiKey: 'ak_',
+  audit: 'aud_',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;
@@ -31,6 +33,8 @@ const ID_RES: Record<IdKind, RegExp> = {
   webhook: new RegExp(`^${ID_PREFIXES.webhook}${B58}{${SHORT}}$`),
   event: new RegExp(`^${ID_PREFIXES.event}${B58}{${SHORT}}$`),
   account: new RegExp(`^${ID_PREFIXES.account}${B58}{${SHORT}}$`),
+  apiKey: new RegExp(`^${ID_PREFIXES.apiKey}${B58}{${SHORT}}$`),
+  audit: new RegExp(`^${ID_PREFIXES.audit}${B58}{${SHORT}}$`),
 };
 
 export function newSanitizedToken(): string {

@@ -1,14 +1,17 @@
 import type { Logger } from 'pino';
 import { errorName } from '../errors/summary.js';
-import type { PlanLimits } from '../accounts/plans.js';
+import { planLimits, type PlanLimits } from '../accounts/plans.js';
 import type { PlanName } from '../store/records.js';
 import type { Counters, MaybePromise } from './counters.js';
 import { retryAfterSeconds } from './ip-backoff.js';
 
 /** DESIGN §6: `quota.threshold_reached` once per period when usage crosses 80% of the plan limit. */
 export const QUOTA_THRESHOLD = 0.8;
-/** How long an account's plan is trusted before it is read again (a plan change applies within it). */
-export const PLAN_TTL_MS = 10_000;
+/**
+ * How long an account's plan is trusted before it is read again: `tokenproxy accounts set-plan` runs in
+ * another process, so this bounds how long a plan change takes to reach the proxy (about a second).
+ */
+export const PLAN_TTL_MS = 1_000;
 /** After a failed store read, requests pass unchecked for this long before the store is asked again. */
 const RETRY_AFTER_FAILURE_MS = 1_000;
 const MAX_ACCOUNTS = 100_000;
@@ -81,7 +84,7 @@ export class AccountQuotas {
     if (now < state.failedUntil) return 0;
     if (now - state.loadedAt >= this.#ttl && !state.refreshing) this.#refresh(accountId, state, now);
     const plan = state.plan;
-    const limit = plan === undefined ? null : this.#o.plans[plan].requestsPerMonth;
+    const limit = plan === undefined ? null : planLimits(this.#o.plans, plan).requestsPerMonth;
     if (limit === null || plan === undefined) return 0;
     if (state.seededPeriod !== period.name) {
       state.pending = this.#seed(accountId, state, period, now);
@@ -105,7 +108,7 @@ export class AccountQuotas {
   /** For a refused request: the account's plan limit and the end of the period (an ISO date). */
   refusal(accountId: string, now: number): { limit: number; resetsAt: string } | undefined {
     const plan = this.#accounts.get(accountId)?.plan;
-    const limit = plan === undefined ? null : this.#o.plans[plan].requestsPerMonth;
+    const limit = plan === undefined ? null : planLimits(this.#o.plans, plan).requestsPerMonth;
     if (limit === null) return undefined;
     return { limit, resetsAt: new Date(this.#periodAt(now).end).toISOString() };
   }

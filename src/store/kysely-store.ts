@@ -2,6 +2,8 @@ import { sql, type Kysely } from 'kysely';
 import type { DialectName, DialectSupport } from './dialect.js';
 import { StoreUnavailableError } from './errors.js';
 import { KyselyAccountRepo } from './kysely/accounts.js';
+import { KyselyApiKeyRepo } from './kysely/api-keys.js';
+import { KyselyAuditRepo } from './kysely/audit.js';
 import { KyselyDeliveryRepo } from './kysely/deliveries.js';
 import { KyselyEventRepo } from './kysely/events.js';
 import { KyselyIdempotencyRepo } from './kysely/idempotency.js';
@@ -35,6 +37,8 @@ export class KyselyStore implements Store {
   readonly usageRollups: KyselyUsageRollupRepo;
   readonly jobLeases: KyselyJobLeaseRepo;
   readonly usageModelRollups: KyselyUsageModelRollupRepo;
+  readonly apiKeys: KyselyApiKeyRepo;
+  readonly audit: KyselyAuditRepo;
   private closing: Promise<void> | undefined;
 
   constructor(
@@ -57,6 +61,8 @@ export class KyselyStore implements Store {
     this.usageRollups = new KyselyUsageRollupRepo(ctx);
     this.jobLeases = new KyselyJobLeaseRepo(ctx);
     this.usageModelRollups = new KyselyUsageModelRollupRepo(ctx);
+    this.apiKeys = new KyselyApiKeyRepo(ctx);
+    this.audit = new KyselyAuditRepo(ctx);
   }
 
   async ping(): Promise<void> {

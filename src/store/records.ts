@@ -6,8 +6,8 @@ import type { Budget } from '../usage/budget.js';
  * text in both dialects, so ordering and cursors need no dialect-specific date handling.
  */
 
-export type PlanName = 'free' | 'unlimited';
-export const PLAN_NAMES: readonly PlanName[] = ['free', 'unlimited'];
+/** A plan's name: a built-in one (`free`, `unlimited`) or one from the config file's `plans`. */
+export type PlanName = string;
 
 export interface AccountRecord {
   readonly id: string;

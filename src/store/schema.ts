@@ -18,10 +18,28 @@ export interface AccountsTable {
 
 export interface ApiKeysTable {
   digest: string;
+  /** `ak_…`; every row has one since migration 0012. */
+  id: string | null;
   account_id: string;
+  name: Generated<string>;
+  /** `full` or `read`. */
+  scope: Generated<string>;
   start: string;
   created_at: string;
   revoked_at: string | null;
+}
+
+export interface AuditLogTable {
+  id: string;
+  account_id: string;
+  created_at: string;
+  action: string;
+  object_id: string | null;
+  /** `api_key`, `session` or `cli`. */
+  actor_type: string;
+  actor_id: string | null;
+  actor_name: string;
+  ip: string | null;
 }
 
 export interface ProviderKeysTable {
@@ -234,6 +252,7 @@ export interface Database {
   usage_rollups: UsageRollupsTable;
   job_leases: JobLeasesTable;
   usage_model_rollups: UsageModelRollupsTable;
+  audit_log: AuditLogTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;

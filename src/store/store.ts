@@ -21,6 +21,7 @@ import type {
   UsageModelRollupRepo,
   UsageRollupRepo,
 } from './dashboard-records.js';
+import type { ApiKeyRepo, AuditRepo } from './access-records.js';
 
 /**
  * The data layer: one interface, implemented once on Kysely for SQLite and PostgreSQL
@@ -43,6 +44,8 @@ export interface Store {
   readonly usageRollups: UsageRollupRepo;
   readonly jobLeases: JobLeaseRepo;
   readonly usageModelRollups: UsageModelRollupRepo;
+  readonly apiKeys: ApiKeyRepo;
+  readonly audit: AuditRepo;
   /** Resolves when the database answers a trivial query; rejects with StoreUnavailableError. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -56,6 +59,8 @@ export interface NewAccount {
   /** The account's first API key, as digest plus visible start. */
   readonly apiKeyDigest: string;
   readonly apiKeyStart: string;
+  /** Id of that first key (named `default`, full scope); one is drawn when omitted. */
+  readonly apiKeyId?: string | undefined;
 }
 
 export interface AccountPatch {
@@ -71,6 +76,10 @@ export interface AccountRepo {
   /** The account owning a live API key with this digest. */
   findByApiKeyDigest(digest: string): Promise<AccountRecord | undefined>;
   update(accountId: string, patch: AccountPatch): Promise<AccountRecord | undefined>;
+  /** Every account, oldest first (the operator's `tokenproxy accounts list`). */
+  listAll(): Promise<readonly AccountRecord[]>;
+  /** Moves the account to `plan`; undefined when there is no such account. */
+  setPlan(accountId: string, plan: PlanName): Promise<AccountRecord | undefined>;
   /** Active (not revoked, not past expiry at `now`) tokens of the account. */
   countActiveTokens(accountId: string, now: string): Promise<number>;
   /** Proxied requests counted for the account in `period` (`YYYY-MM`, UTC). */

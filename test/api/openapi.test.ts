@@ -59,6 +59,10 @@ const EXPECTED = [
   'GET /webhooks/{id}',
   'DELETE /webhooks/{id}',
   'GET /events',
+  'POST /api_keys',
+  'GET /api_keys',
+  'DELETE /api_keys/{id}',
+  'GET /audit',
 ].sort();
 
 /**
@@ -165,6 +169,7 @@ for (const fixture of databases) {
           'POST /keys/{id}/rotate',
           'PATCH /account',
           'POST /webhooks',
+          'POST /api_keys',
         ].sort(),
       );
     });
@@ -251,6 +256,8 @@ for (const fixture of databases) {
       expect(new Set(ids).size).toBe(EXPECTED.length);
       expect(doc.paths['/tokens']?.post?.operationId).toBe('createToken');
       expect(doc.paths['/tokens/{id}']?.delete?.operationId).toBe('revokeToken');
+      expect(doc.paths['/api_keys']?.post?.operationId).toBe('createApiKey');
+      expect(doc.paths['/audit']?.get?.operationId).toBe('listAudit');
     });
 
     it('declares limit as an integer from 1 to 100 on every list', () => {
@@ -264,6 +271,8 @@ for (const fixture of databases) {
           'GET /webhooks',
           'GET /webhooks/{id}/deliveries',
           'GET /events',
+          'GET /api_keys',
+          'GET /audit',
         ].sort(),
       );
       for (const { route, op } of lists) {

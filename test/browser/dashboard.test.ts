@@ -320,6 +320,27 @@ describe.skipIf(!existsSync(CHROMIUM))('the dashboard in Chromium', () => {
     ).toHaveLength(1);
   });
 
+  it('Settings shows the audit log: the dashboard\'s changes by "dashboard session", the API\'s by key name', async () => {
+    await createToken(apiKey, 'audited via api');
+    await go(page, 'Settings');
+    const table = page.getByRole('table', { name: 'Audit log entries' });
+    const dashboardRevoke = table
+      .getByRole('row')
+      .filter({ hasText: 'token.revoked' })
+      .filter({ hasText: 'dashboard session' });
+    await dashboardRevoke.first().waitFor();
+    const apiCreate = table
+      .getByRole('row')
+      .filter({ hasText: 'token.created' })
+      .filter({ hasText: 'API key "default"' });
+    await apiCreate.first().waitFor();
+    await page.getByLabel('Action').selectOption('token.revoked');
+    await table.getByRole('row').filter({ hasText: 'token.created' }).first().waitFor({ state: 'detached' });
+    expect(await table.getByRole('row').filter({ hasText: 'token.revoked' }).count()).toBeGreaterThan(0);
+    await shoot(page, 'settings-audit-desktop');
+    await expectNoSecretsInBrowser(page);
+  });
+
   it('anomalies appear live (within 5 s, no reload) after an unauthorized request; stored markup is shown as text', async () => {
     const t = await createToken(apiKey, 'live one');
     await go(page, 'Anomalies');

@@ -12,6 +12,7 @@ import {
   InternalServerError,
   InvalidRequestError,
   NotFoundError,
+  PermissionError,
   PlanLimitError,
   RateLimitError,
   TokenProxy,
@@ -135,6 +136,48 @@ describe('@tokenproxy/client against a real server', () => {
     expect(providers.data[0]).toHaveProperty('proxyBaseUrl');
     expect((await c.logs.list({ authorized: false })).data).toEqual([]);
     expect((await c.anomalies.list()).data).toEqual([]);
+  });
+
+  it('API keys: create (shown once) with a read-only scope, list, delete; the audit log names the key', async () => {
+    const c = await client();
+    const reader = await c.apiKeys.create({ name: 'dashboards', scope: 'read' });
+    expect(reader).toMatchObject({ name: 'dashboards', scope: 'read' });
+    expect(reader.id).toMatch(/^ak_/);
+    expect(reader.apiKey).toMatch(/^svc_sk_/);
+    const ops = await c.apiKeys.create({ name: 'ops' });
+    expect(ops.scope).toBe('full');
+    expect((await c.apiKeys.list()).data.map((k) => k.name)).toEqual(['ops', 'dashboards', 'default']);
+
+    const readOnly = await client({ apiKey: reader.apiKey });
+    expect((await readOnly.tokens.list()).data).toEqual([]);
+    const refused = await readOnly.tokens.create(tokenParams()).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(PermissionError);
+    expect((refused as PermissionError).code).toBe('insufficient_scope');
+
+    const asOps = await client({ apiKey: ops.apiKey });
+    const token = await asOps.tokens.create(tokenParams('audited'));
+    const entries = (await c.audit.list({ objectId: token.id })).data;
+    expect(entries).toEqual([
+      expect.objectContaining({
+        action: 'token.created',
+        objectId: token.id,
+        actor: { type: 'api_key', id: ops.id, name: 'ops' },
+      }),
+    ]);
+    expect((await c.audit.list({ action: 'api_key.created' })).data.map((e) => e.objectId)).toEqual([
+      ops.id,
+      reader.id,
+    ]);
+
+    expect((await c.apiKeys.delete(reader.id)).id).toBe(reader.id);
+    const gone = await (async () => {
+      try {
+        return await readOnly.tokens.list();
+      } catch (err) {
+        return err;
+      }
+    })();
+    expect(gone).toBeInstanceOf(AuthenticationError);
   });
 
   it('edits a token, revokes all tokens (the kill switch) and reads usage', async () => {

@@ -209,8 +209,35 @@ describe('loadConfig', () => {
     });
   });
 
+  it('plans of your own sit beside the built-in ones; null means no cap', () => {
+    const file = configFile({
+      plans: {
+        team: { active_tokens: 50, requests_per_month: 2_000_000 },
+        'big-co_2': { active_tokens: null, requests_per_month: 10 },
+        free: { active_tokens: 1 },
+      },
+    });
+    expect(loadConfig({ flags: {}, env: {}, configFile: file }).plans).toEqual({
+      free: { activeTokens: 1, requestsPerMonth: 100_000 },
+      unlimited: { activeTokens: null, requestsPerMonth: null },
+      team: { activeTokens: 50, requestsPerMonth: 2_000_000 },
+      'big-co_2': { activeTokens: null, requestsPerMonth: 10 },
+    });
+  });
+
   it.each([
-    [{ plans: { gold: {} } }, /unknown plan "gold"; plans are free, unlimited/],
+    [{ plans: { gold: {} } }, /plan "gold" must give both "active_tokens" and "requests_per_month"/],
+    [{ plans: { gold: { active_tokens: 5 } } }, /plan "gold" must give both/],
+    [{ plans: { Gold: { active_tokens: 5, requests_per_month: 5 } } }, /invalid plan name "Gold"/],
+    [{ plans: { 'a b': { active_tokens: 5, requests_per_month: 5 } } }, /invalid plan name "a b"/],
+    [{ plans: { [`p${'x'.repeat(32)}`]: { active_tokens: 1, requests_per_month: 1 } } }, /invalid plan name/],
+    [{ plans: { team: { active_tokens: 1.5, requests_per_month: 1 } } }, /plan "team" field "active_tokens"/],
+    [{ plans: { team: { active_tokens: '5', requests_per_month: 1 } } }, /plan "team" field "active_tokens"/],
+    [
+      { plans: { team: { active_tokens: 5, requests_per_month: 1, seats: 3 } } },
+      /plan "team" unknown field "seats"/,
+    ],
+    [{ plans: { team: 5 } }, /plan "team": expected \{"active_tokens"/],
     [{ plans: { free: { active_tokens: -1 } } }, /plan "free" field "active_tokens"/],
     [{ plans: { free: { tokens: 1 } } }, /plan "free"/],
     [{ plans: [] }, /"plans".*must be an object/],

@@ -176,7 +176,7 @@ export async function startProxyHarness(
   };
   const unauthorized: UnauthorizedAttempt[] = [];
   const events: NewEvent[] = [];
-  const plans: Record<PlanName, PlanLimits> = { ...PLANS, ...options.limits?.plans };
+  const plans = { ...PLANS, ...options.limits?.plans } as Record<PlanName, PlanLimits>;
   let limits: Limits | undefined;
   let anomalyLog: AnomalyWriter | undefined;
   if (options.limits !== undefined) {

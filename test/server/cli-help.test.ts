@@ -38,7 +38,9 @@ describe('tokenproxy --help, --version', () => {
       ].sort(),
     );
     const text = unwrapped(res.stdout);
-    expect(text).toMatch(/--plan <plan>\s+plan \(choices: "free", "unlimited", default: "free"\)/);
+    expect(text).toMatch(
+      /--plan <plan>\s+plan: free, unlimited or one of the config file's "plans" \(default: "free"\)/,
+    );
     expect(text).toContain('default: ./tokenproxy-data; env TOKENPROXY_DATA_DIR');
   });
 

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { ApiKeys, Audit } from './access.js';
 import { fromWire, isPlainObject, toSnake } from './case.js';
 import { CertificateError, ConnectionError, TokenProxyError, errorForStatus } from './errors.js';
 import { Page, PagePromise } from './pagination.js';
@@ -89,6 +90,8 @@ export class TokenProxy {
   readonly account: AccountResource;
   readonly providers: Providers;
   readonly usage: UsageResource;
+  readonly apiKeys: ApiKeys;
+  readonly audit: Audit;
 
   readonly baseUrl: string;
   // A #private field: console.log(client) and JSON.stringify(client) do not show it.
@@ -118,6 +121,8 @@ export class TokenProxy {
     this.account = new AccountResource(this);
     this.providers = new Providers(this);
     this.usage = new UsageResource(this);
+    this.apiKeys = new ApiKeys(this);
+    this.audit = new Audit(this);
   }
 
   /** @internal One endpoint of ROUTES, with retries; resolves to the camelCased body. */

@@ -29,3 +29,13 @@ export { ROUTES, ID_FIELDS, type RouteName, type HttpMethod } from './routes.js'
 export { verifyWebhook, type VerifyOptions, type WebhookHeaders } from './webhooks.js';
 export type { FetchLike } from './transport.js';
 export type * from './types.js';
+export type {
+  ApiKeys,
+  Audit,
+  ApiKey,
+  ApiKeyScope,
+  CreatedApiKey,
+  ApiKeyCreateParams,
+  AuditEntry,
+  AuditListParams,
+} from './access.js';

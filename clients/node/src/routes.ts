@@ -27,6 +27,10 @@ export const ROUTES = {
   'account.update': { method: 'PATCH', path: '/account' },
   'providers.list': { method: 'GET', path: '/providers' },
   'usage.get': { method: 'GET', path: '/usage' },
+  'apiKeys.create': { method: 'POST', path: '/api_keys' },
+  'apiKeys.list': { method: 'GET', path: '/api_keys' },
+  'apiKeys.delete': { method: 'DELETE', path: '/api_keys/:id' },
+  'audit.list': { method: 'GET', path: '/audit' },
 } as const satisfies Record<string, { readonly method: HttpMethod; readonly path: string }>;
 
 export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';

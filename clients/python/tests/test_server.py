@@ -20,6 +20,7 @@ from _support import (
 
 import tokenproxy
 from tokenproxy import (
+    PermissionDeniedError,
     APICertificateError,
     APIConnectionError,
     AuthenticationError,
@@ -116,6 +117,39 @@ class ServerTest(unittest.TestCase):
         self.assertIn("openai", [p.id for p in c.providers.list()])
         self.assertEqual(c.logs.list(authorized=False).data, [])
         self.assertEqual(c.anomalies.list().data, [])
+
+    def test_api_keys_scopes_and_the_audit_log(self) -> None:
+        c = client(API_KEYS[3])
+        reader = c.api_keys.create(name="py-dashboards", scope="read")
+        self.assertEqual((reader.name, reader.scope), ("py-dashboards", "read"))
+        self.assertTrue(reader.id.startswith("ak_"))
+        self.assertTrue(reader.api_key.startswith("svc_sk_"))
+        self.assertNotIn(reader.api_key, repr(reader))
+        ops = c.api_keys.create(name="py-ops")
+        self.assertEqual(ops.scope, "full")
+        names = [k.name for k in c.api_keys.list()]
+        self.assertIn("py-dashboards", names)
+        self.assertIn("py-ops", names)
+
+        read_only = client(reader.api_key)
+        read_only.tokens.list()
+        with self.assertRaises(PermissionDeniedError) as refused:
+            create(read_only)
+        self.assertEqual(refused.exception.code, "insufficient_scope")
+
+        token = create(client(ops.api_key), "py-audited")
+        entries = c.audit.list(object_id=token.id).data
+        self.assertEqual(len(entries), 1)
+        self.assertEqual(entries[0].action, "token.created")
+        self.assertEqual((entries[0].actor.type, entries[0].actor.id, entries[0].actor.name), ("api_key", ops.id, "py-ops"))
+        created = [e.object_id for e in c.audit.list(action="api_key.created")]
+        self.assertEqual(created[:2], [ops.id, reader.id])
+
+        self.assertEqual(c.api_keys.delete(reader.id).id, reader.id)
+        with self.assertRaises(AuthenticationError):
+            read_only.tokens.list()
+        # The account is shared with the kill-switch test, which counts the tokens it revokes.
+        c.tokens.revoke(token.id)
 
     def test_update_revoke_all_and_usage(self) -> None:
         c = client(API_KEYS[3])

@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import { api, type Account } from '../api';
 import { dateTime } from '../format';
 import { Alert, PageHeader, errorText } from '../ui';
+import { AuditLog } from './audit-log';
 
 export function Settings(props: { account: Account; onAccount: (account: Account) => void }) {
   const [notice, setNotice] = useState<string | null>(null);
@@ -9,7 +10,10 @@ export function Settings(props: { account: Account; onAccount: (account: Account
   const a = props.account;
   return (
     <section>
-      <PageHeader title="Settings" lead="Your account's name and where breach alerts are e-mailed." />
+      <PageHeader
+        title="Settings"
+        lead="Your account's name, where breach alerts are e-mailed, and every change made to the account."
+      />
       <form
         class="card narrow"
         onSubmit={async (event) => {
@@ -58,11 +62,14 @@ export function Settings(props: { account: Account; onAccount: (account: Account
             <code>{a.account_id}</code>
           </dd>
           <dt>Plan</dt>
-          <dd>{a.plan}</dd>
+          <dd>
+            {a.plan} <small class="muted">(changed by the operator: tokenproxy accounts set-plan)</small>
+          </dd>
           <dt>Created</dt>
           <dd>{dateTime(a.created_at)}</dd>
         </dl>
       </form>
+      <AuditLog />
     </section>
   );
 }

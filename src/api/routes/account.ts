@@ -1,4 +1,6 @@
-import { usagePeriod } from '../../accounts/plans.js';
+import { audit } from '../audit.js';
+import { TokenProxyError } from '../../errors/tokenproxy-error.js';
+import { planLimits, usagePeriod } from '../../accounts/plans.js';
 import type { AccountRecord } from '../../store/records.js';
 import type { ApiDeps, ApiServer } from '../context.js';
 import { AccountObject, PatchAccountBody } from '../schemas.js';
@@ -14,7 +16,7 @@ export function accountRoutes(app: ApiServer, deps: ApiDeps): void {
       deps.store.accounts.usage(account.id, usagePeriod(now).period),
       deps.store.accounts.countActiveTokens(account.id, now.toISOString()),
     ]);
-    return accountView(account, { requests, activeTokens }, deps.plans[account.plan], now);
+    return accountView(account, { requests, activeTokens }, planLimits(deps.plans, account.plan), now);
   }
 
   app.get(
@@ -42,7 +44,8 @@ export function accountRoutes(app: ApiServer, deps: ApiDeps): void {
       },
     },
     async (request) => {
-      const { name, alert_email: alertEmail, budget } = request.body;
+      const { name, alert_email: alertEmail, budget, plan } = request.body;
+      if (plan !== undefined) throw planChangeForbidden(plan);
       const updated = await deps.store.accounts.update(request.account.id, {
         ...(name === undefined ? {} : { name }),
         ...(alertEmail === undefined ? {} : { alertEmail }),
@@ -50,7 +53,20 @@ export function accountRoutes(app: ApiServer, deps: ApiDeps): void {
       });
       // The proxy reads the account's budget again on its next request.
       if (budget !== undefined) deps.onCredentialsChanged?.();
+      await audit(deps, request, 'account.updated', request.account.id);
       return render(updated ?? request.account);
     },
+  );
+}
+
+/**
+ * A plan sets what an account may use, so the account itself cannot choose it (an API key changing
+ * its own account to `unlimited` would lift every cap): plans are the operator's, through the CLI.
+ */
+function planChangeForbidden(plan: string): TokenProxyError {
+  return new TokenProxyError(
+    'plan_change_forbidden',
+    `An account cannot change its own plan. The operator changes it with \`tokenproxy accounts set-plan ACCOUNT ${plan.slice(0, 40)}\` on the server.`,
+    { param: 'plan' },
   );
 }

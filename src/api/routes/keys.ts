@@ -1,3 +1,4 @@
+import { audit } from '../audit.js';
 import { TokenProxyError } from '../../errors/tokenproxy-error.js';
 import { tokenEvent } from '../../events/token-events.js';
 import { isId, newId, realKeyHint } from '../../ids/formats.js';
@@ -35,6 +36,7 @@ export function keyRoutes(app: ApiServer, deps: ApiDeps): void {
         ciphertext: await sealRealKey(deps, realKey, keyId, request.account.id),
         createdAt: deps.now().toISOString(),
       });
+      await audit(deps, request, 'key.created', key.id);
       return reply.code(201).send(keyView(key));
     },
   );
@@ -99,6 +101,7 @@ export function keyRoutes(app: ApiServer, deps: ApiDeps): void {
       });
       if (!key) throw keyNotFound();
       deps.onCredentialsChanged?.();
+      await audit(deps, request, 'key.rotated', key.id);
       return keyView(key);
     },
   );
@@ -128,6 +131,8 @@ export function keyRoutes(app: ApiServer, deps: ApiDeps): void {
       if (!result) throw keyNotFound();
       deps.onCredentialsChanged?.();
       if (result.revokedTokens.length > 0) deps.onEventsCommitted?.();
+      // A repeated DELETE changes nothing, so it is not a change to record.
+      if (result.key.deletedAt === now.toISOString()) await audit(deps, request, 'key.deleted', id);
       return keyView(result.key);
     },
   );

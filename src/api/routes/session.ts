@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
-import type { ApiServer } from '../context.js';
+import { audit } from '../audit.js';
+import type { ApiDeps, ApiServer } from '../context.js';
 import { clearSessionCookie, sessionCookieValue, sessionSetCookie } from '../session/cookie.js';
 import { requireSameOrigin } from '../session/request-auth.js';
 import { SESSION_ABSOLUTE_MS, type DashboardSessions } from '../session/sessions.js';
@@ -20,12 +21,16 @@ const SignInBody = Type.Object(
 export function sessionRoutes(
   app: ApiServer,
   options: { sessions: DashboardSessions; publicApiUrl: string | undefined; now: () => Date },
+  deps: ApiDeps,
 ): void {
   const { sessions, publicApiUrl, now } = options;
 
   app.post('/session', { schema: { hide: true, body: SignInBody } }, async (request, reply) => {
     requireSameOrigin(request, publicApiUrl);
     const signedIn = await sessions.signIn(request.body.api_key, request.ip, now());
+    request.account = signedIn.account;
+    request.actor = { type: 'api_key', id: signedIn.key.id, name: signedIn.key.name };
+    await audit(deps, request, 'session.created', null);
     void reply.header('set-cookie', sessionSetCookie(signedIn.cookieValue, SESSION_ABSOLUTE_MS / 1000));
     void reply.header('cache-control', 'no-store');
     return reply.code(201).send({

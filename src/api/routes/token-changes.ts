@@ -1,3 +1,4 @@
+import { audit } from '../audit.js';
 import { tokenEvent } from '../../events/token-events.js';
 import { isTokenId } from '../../ids/formats.js';
 import type { TokenPatch } from '../../store/store.js';
@@ -57,7 +58,9 @@ export function tokenChangeRoutes(app: ApiServer, deps: ApiDeps): void {
         : undefined;
       if (!token) throw tokenNotFound();
       deps.onCredentialsChanged?.();
-      return tokenView(token, now, deps.publicProxyUrl);
+      const view = tokenView(token, now, deps.publicProxyUrl);
+      await audit(deps, request, 'token.updated', token.id, view);
+      return view;
     },
   );
 
@@ -80,6 +83,7 @@ export function tokenChangeRoutes(app: ApiServer, deps: ApiDeps): void {
       );
       deps.onCredentialsChanged?.();
       if (revoked.length > 0) deps.onEventsCommitted?.();
+      await audit(deps, request, 'token.revoked_all', request.account.id);
       return {
         object: 'list' as const,
         data: revoked.map((t) => tokenView(t, now, deps.publicProxyUrl)),

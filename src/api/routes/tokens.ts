@@ -1,3 +1,4 @@
+import { audit } from '../audit.js';
 import { Type, type Static } from 'typebox';
 import { TokenProxyError } from '../../errors/tokenproxy-error.js';
 import {
@@ -10,6 +11,7 @@ import {
   sanitizedKeyHint,
   secretDigest,
 } from '../../ids/formats.js';
+import { planLimits } from '../../accounts/plans.js';
 import { tokenEvent } from '../../events/token-events.js';
 import { TOKEN_STATUSES, type TokenRecord } from '../../store/records.js';
 import type { TokenCreation } from '../../store/store.js';
@@ -84,10 +86,12 @@ export function tokenRoutes(app: ApiServer, deps: ApiDeps): void {
           createdAt: now.toISOString(),
         },
         key,
-        maxActiveTokens: deps.plans[account.plan].activeTokens,
+        maxActiveTokens: planLimits(deps.plans, account.plan).activeTokens,
       });
       deps.onCredentialsChanged?.();
-      return reply.code(201).send({ ...tokenViewAt(token, now), sanitized_key: sanitized });
+      const view = tokenViewAt(token, now);
+      await audit(deps, request, 'token.created', token.id, view);
+      return reply.code(201).send({ ...view, sanitized_key: sanitized });
 
       function validateCreation(b: Static<typeof CreateTokenBody>) {
         if (b.real_key !== undefined && b.key_id !== undefined) {
@@ -194,6 +198,7 @@ export function tokenRoutes(app: ApiServer, deps: ApiDeps): void {
       if (!result) throw tokenNotFound();
       deps.onCredentialsChanged?.();
       if (result.changed) deps.onEventsCommitted?.();
+      if (result.changed) await audit(deps, request, 'token.revoked', result.token.id);
       return tokenViewAt(result.token, now);
     },
   );

@@ -1,3 +1,4 @@
+import { audit } from '../audit.js';
 import { Type } from 'typebox';
 import { TokenProxyError } from '../../errors/tokenproxy-error.js';
 import { checkWebhookHost, checkWebhookUrl, systemResolver } from '../../events/address-guard.js';
@@ -61,6 +62,7 @@ export function webhookRoutes(app: ApiServer, deps: ApiDeps): void {
           secret: await deps.vault.encrypt(key, { keyId: id, accountId }),
           createdAt: deps.now().toISOString(),
         });
+        await audit(deps, request, 'webhook.created', webhook.id);
         return await reply.code(201).send({ ...webhookView(webhook), secret: formatWebhookSecret(key) });
       } finally {
         key.fill(0);
@@ -119,6 +121,7 @@ export function webhookRoutes(app: ApiServer, deps: ApiDeps): void {
         ? await deps.store.webhooks.delete(request.account.id, request.params.id)
         : undefined;
       if (!webhook) throw webhookNotFound();
+      await audit(deps, request, 'webhook.deleted', webhook.id);
       return webhookView(webhook);
     },
   );

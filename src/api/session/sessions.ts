@@ -3,6 +3,7 @@ import { TokenProxyError } from '../../errors/tokenproxy-error.js';
 import { secretDigest } from '../../ids/formats.js';
 import { IpBackoff } from '../../limits/ip-backoff.js';
 import { MemoryCounters } from '../../limits/counters.js';
+import type { ApiKeyRecord } from '../../store/access-records.js';
 import type { AccountRecord } from '../../store/records.js';
 import type { Store } from '../../store/store.js';
 
@@ -14,6 +15,8 @@ const TOUCH_EVERY_MS = 60 * 1000;
 
 export interface SignedIn {
   readonly account: AccountRecord;
+  /** The API key signed in with, for the audit log. */
+  readonly key: ApiKeyRecord;
   /** The cookie value: returned once to be set, never stored (only its digest is). */
   readonly cookieValue: string;
   readonly expiresAt: Date;
@@ -25,10 +28,10 @@ export interface SignedIn {
  * (IpBackoff: 1 s, doubling up to 1 h).
  */
 export class DashboardSessions {
-  readonly #store: Pick<Store, 'sessions' | 'accounts'>;
+  readonly #store: Pick<Store, 'sessions' | 'accounts' | 'apiKeys'>;
   readonly #backoff: IpBackoff;
 
-  constructor(store: Pick<Store, 'sessions' | 'accounts'>, backoff?: IpBackoff) {
+  constructor(store: Pick<Store, 'sessions' | 'accounts' | 'apiKeys'>, backoff?: IpBackoff) {
     this.#store = store;
     this.#backoff = backoff ?? new IpBackoff(new MemoryCounters());
   }
@@ -36,11 +39,20 @@ export class DashboardSessions {
   async signIn(apiKey: string, ip: string, now: Date): Promise<SignedIn> {
     const wait = await this.#backoff.check(ip, now.getTime());
     if (wait > 0) throw tooManyAttempts(wait);
-    const account = await this.#store.accounts.findByApiKeyDigest(secretDigest(apiKey));
-    if (account === undefined) {
+    const found = await this.#store.apiKeys.findLive(secretDigest(apiKey));
+    if (found === undefined) {
       const blocked = await this.#backoff.strike(ip, now.getTime());
       if (blocked > 0) throw tooManyAttempts(blocked);
       throw new TokenProxyError('invalid_api_key', 'The API key is not valid.', { param: 'api_key' });
+    }
+    const { account, key } = found;
+    // A session may change everything, so a read-only key must not be able to open one.
+    if (key.scope !== 'full') {
+      throw new TokenProxyError(
+        'insufficient_scope',
+        `The API key "${key.name}" is read-only; the dashboard needs a key with scope "full".`,
+        { param: 'api_key' },
+      );
     }
     // Ended sessions are swept here rather than by a timer: sign-ins are rare, and a dead session
     // is refused by its expiry columns anyway, so the sweep only keeps the table small.
@@ -54,7 +66,7 @@ export class DashboardSessions {
       idleExpiresAt: new Date(now.getTime() + SESSION_IDLE_MS).toISOString(),
       expiresAt: expiresAt.toISOString(),
     });
-    return { account, cookieValue, expiresAt };
+    return { account, key, cookieValue, expiresAt };
   }
 
   /** The account of a live session, keeping it alive; throws `session_expired` otherwise. */

@@ -1,4 +1,5 @@
 import { budgetText } from '../../usage/budget.js';
+import { newId } from '../../ids/formats.js';
 import type { AccountPatch, AccountRepo, NewAccount } from '../store.js';
 import type { AccountRecord } from '../records.js';
 import type { RepoContext } from './context.js';
@@ -24,6 +25,9 @@ export class KyselyAccountRepo implements AccountRepo {
         .insertInto('api_keys')
         .values({
           digest: account.apiKeyDigest,
+          id: account.apiKeyId ?? newId('apiKey'),
+          name: 'default',
+          scope: 'full',
           account_id: account.id,
           start: account.apiKeyStart,
           created_at: account.createdAt,
@@ -72,6 +76,26 @@ export class KyselyAccountRepo implements AccountRepo {
     const row = await this.ctx.db
       .updateTable('accounts')
       .set(changes)
+      .where('id', '=', accountId)
+      .returningAll()
+      .executeTakeFirst();
+    return row === undefined ? undefined : toAccount(row);
+  }
+
+  async listAll(): Promise<readonly AccountRecord[]> {
+    const rows = await this.ctx.db
+      .selectFrom('accounts')
+      .selectAll()
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
+    return rows.map(toAccount);
+  }
+
+  async setPlan(accountId: string, plan: string): Promise<AccountRecord | undefined> {
+    const row = await this.ctx.db
+      .updateTable('accounts')
+      .set({ plan })
       .where('id', '=', accountId)
       .returningAll()
       .executeTakeFirst();

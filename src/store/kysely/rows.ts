@@ -1,7 +1,6 @@
 import { budgetFromText } from '../../usage/budget.js';
 import { sql, type SelectQueryBuilder, type SqlBool } from 'kysely';
 import {
-  PLAN_NAMES,
   TOKEN_STATUSES,
   type AccountRecord,
   type AnomalyEntry,
@@ -9,7 +8,6 @@ import {
   type WebhookRecord,
   type Page,
   type PageQuery,
-  type PlanName,
   type ProviderKeyRecord,
   type RateLimit,
   type RequestLogEntry,
@@ -28,10 +26,6 @@ import type {
 
 /** Row ↔ record conversion. Stored values are checked, so a corrupt row fails loudly, not downstream. */
 
-function isPlan(value: string): value is PlanName {
-  return PLAN_NAMES.some((plan) => plan === value);
-}
-
 function isStatus(value: string): value is TokenStatus {
   return TOKEN_STATUSES.some((status) => status === value);
 }
@@ -41,7 +35,6 @@ function corrupt(column: string, value: string): Error {
 }
 
 export function toAccount(row: AccountRow): AccountRecord {
-  if (!isPlan(row.plan)) throw corrupt('accounts.plan', row.plan);
   return {
     id: row.id,
     name: row.name,

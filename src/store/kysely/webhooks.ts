@@ -44,20 +44,23 @@ export class KyselyWebhookRepo implements WebhookRepo {
 
   async delete(accountId: string, webhookId: string): Promise<WebhookRecord | undefined> {
     return this.ctx.db.transaction().execute(async (trx) => {
+      // Deliveries first, then the endpoint: the order a finishing delivery locks them in (it
+      // updates its row, then the endpoint's failing_since). The other order deadlocked on PostgreSQL
+      // when an endpoint was deleted while one of its deliveries completed.
+      // Nothing is left to deliver them to; delivered and failed rows stay as history.
+      await trx
+        .deleteFrom('deliveries')
+        .where('account_id', '=', accountId)
+        .where('webhook_id', '=', webhookId)
+        .where('status', '=', 'pending')
+        .execute();
       const row = await trx
         .deleteFrom('webhooks')
         .where('account_id', '=', accountId)
         .where('id', '=', webhookId)
         .returningAll()
         .executeTakeFirst();
-      if (row === undefined) return undefined;
-      // Nothing is left to deliver them to; delivered and failed rows stay as history.
-      await trx
-        .deleteFrom('deliveries')
-        .where('webhook_id', '=', webhookId)
-        .where('status', '=', 'pending')
-        .execute();
-      return toWebhook(row);
+      return row === undefined ? undefined : toWebhook(row);
     });
   }
 }

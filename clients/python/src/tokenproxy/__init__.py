@@ -1,5 +1,6 @@
 """Official Python client for the tokenproxy management API. Standard library only."""
 
+from ._access import ApiKey, ApiKeys, Audit, AuditActor, AuditEntry, CreatedApiKey
 from ._client import (
     UNSET,
     AccountResource,
@@ -54,6 +55,12 @@ from ._webhooks import verify_webhook
 
 __all__ = [
     "UNSET",
+    "ApiKey",
+    "ApiKeys",
+    "Audit",
+    "AuditActor",
+    "AuditEntry",
+    "CreatedApiKey",
     "TokenProxy",
     "Tokens",
     "Keys",

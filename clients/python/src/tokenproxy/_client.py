@@ -37,6 +37,7 @@ from ._models import (
     Webhook,
     from_json,
 )
+from ._access import ApiKeys, Audit
 from ._pagination import Page
 from ._routes import ID_FIELDS, ROUTES
 
@@ -112,6 +113,8 @@ class TokenProxy:
         self.account = AccountResource(self)
         self.providers = Providers(self)
         self.usage = UsageResource(self)
+        self.api_keys = ApiKeys(self)
+        self.audit = Audit(self)
 
     def __repr__(self) -> str:
         return f"TokenProxy(base_url={self.base_url!r})"

@@ -30,6 +30,10 @@ ROUTES: Dict[str, Tuple[str, str]] = {
     "account.update": ("PATCH", "/account"),
     "providers.list": ("GET", "/providers"),
     "usage.get": ("GET", "/usage"),
+    "api_keys.create": ("POST", "/api_keys"),
+    "api_keys.list": ("GET", "/api_keys"),
+    "api_keys.delete": ("DELETE", "/api_keys/:id"),
+    "audit.list": ("GET", "/audit"),
 }
 
 # The one naming exception, as in the Node.js library: the field that identifies an object itself

@@ -1,0 +1,113 @@
+import { useState } from 'preact/hooks';
+import { api, query, type List } from '../api';
+import { dateTime } from '../format';
+import { Alert, Empty, Pager, useLoad } from '../ui';
+
+interface AuditEntry {
+  id: string;
+  action: string;
+  object_id: string | null;
+  actor: { type: 'api_key' | 'session' | 'cli'; id: string | null; name: string };
+  ip: string | null;
+  created_at: string;
+}
+
+const ACTIONS = [
+  'token.created',
+  'token.updated',
+  'token.revoked',
+  'token.revoked_all',
+  'key.created',
+  'key.rotated',
+  'key.deleted',
+  'webhook.created',
+  'webhook.updated',
+  'webhook.deleted',
+  'account.updated',
+  'account.created',
+  'account.plan_changed',
+  'account.key_rotated',
+  'api_key.created',
+  'api_key.deleted',
+  'session.created',
+];
+
+function who(actor: AuditEntry['actor']): string {
+  if (actor.type === 'api_key') return `API key "${actor.name}"`;
+  if (actor.type === 'cli') return 'operator (CLI)';
+  return 'dashboard session';
+}
+
+/** The account's audit log (GET /v1/audit), newest first, in the Settings view. */
+export function AuditLog() {
+  const [action, setAction] = useState('');
+  const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
+  const cursor = cursors[cursors.length - 1];
+  const { data, error } = useLoad(
+    () => api<List<AuditEntry>>('GET', `/audit${query({ limit: 25, action, cursor })}`),
+    [action, cursor],
+  );
+  const reset = () => setCursors([undefined]);
+  const rows = data?.data ?? [];
+  return (
+    <>
+      <h2 class="section-title">Audit log</h2>
+      <form class="filters" onSubmit={(e) => e.preventDefault()} aria-label="Audit filters">
+        <label class="field">
+          <span>Action</span>
+          <select value={action} onChange={(e) => (setAction(e.currentTarget.value), reset())}>
+            <option value="">All changes</option>
+            {ACTIONS.map((a) => (
+              <option key={a} value={a}>
+                {a}
+              </option>
+            ))}
+          </select>
+        </label>
+      </form>
+      {error !== null && <Alert>{error}</Alert>}
+      <div class="card flush">
+        {data !== undefined && rows.length === 0 ? (
+          <Empty>No changes recorded.</Empty>
+        ) : (
+          <div class="table-wrap">
+            <table class="table" aria-label="Audit log entries">
+              <thead>
+                <tr>
+                  <th scope="col">Time</th>
+                  <th scope="col">Action</th>
+                  <th scope="col">Who</th>
+                  <th scope="col">Object</th>
+                  <th scope="col">IP</th>
+                </tr>
+              </thead>
+              <tbody>
+                {rows.map((e) => (
+                  <tr key={e.id}>
+                    <td data-label="Time">{dateTime(e.created_at)}</td>
+                    <td data-label="Action">
+                      <code>{e.action}</code>
+                    </td>
+                    <td data-label="Who">{who(e.actor)}</td>
+                    <td data-label="Object">
+                      <code class="wrap">{e.object_id ?? '—'}</code>
+                    </td>
+                    <td data-label="IP">
+                      <code>{e.ip ?? '—'}</code>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </div>
+      <Pager
+        page={cursors.length - 1}
+        hasMore={data?.has_more ?? false}
+        onFirst={reset}
+        onNext={() => data?.next_cursor && setCursors([...cursors, data.next_cursor])}
+      />
+    </>
+  );
+}

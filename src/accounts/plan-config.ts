@@ -1,0 +1,61 @@
+import { z } from 'zod';
+import { ConfigError } from '../config/config-error.js';
+import { PLANS, type PlanLimits, type PlanTable } from './plans.js';
+
+/** Plan names: lower-case, so they read the same in the config file, the CLI and the API. */
+export const PLAN_NAME_PATTERN = /^[a-z][a-z0-9_-]{0,31}$/;
+
+const limit = z.union([z.int().min(0).max(Number.MAX_SAFE_INTEGER), z.null()]);
+const planSchema = z.strictObject({
+  active_tokens: limit.optional(),
+  requests_per_month: limit.optional(),
+});
+
+const EXAMPLE = '{"team": {"active_tokens": 50, "requests_per_month": 2000000}}';
+
+/**
+ * `"plans"` of the config file: the built-in `free` and `unlimited` with the file's overrides (a
+ * field left out keeps its built-in value), plus the file's own plans, which must name both limits
+ * (`null` = no cap) so nobody gets a cap they did not write down.
+ */
+export function parsePlans(raw: unknown, path: string | undefined): PlanTable {
+  const plans: Record<string, PlanLimits> = { ...PLANS };
+  if (raw === undefined) return Object.freeze(plans);
+  const where = `key "plans" of ${path ?? 'the config file'}`;
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    throw new ConfigError(`${where} must be an object of plans, like ${EXAMPLE}.`);
+  }
+  for (const [name, value] of Object.entries(raw)) {
+    if (!PLAN_NAME_PATTERN.test(name)) {
+      throw new ConfigError(
+        `${where}: invalid plan name "${name}": use 1 to 32 lower-case letters, digits, "-" or "_", starting with a letter.`,
+      );
+    }
+    const parsed = planSchema.safeParse(value);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      const field =
+        issue?.code === 'unrecognized_keys'
+          ? ` unknown field "${issue.keys.join('", "')}"`
+          : issue?.path.length
+            ? ` field "${issue.path.join('.')}"`
+            : '';
+      throw new ConfigError(
+        `${where}: plan "${name}"${field}: expected {"active_tokens": <integer ≥ 0 or null>, "requests_per_month": <integer ≥ 0 or null>}.`,
+      );
+    }
+    const base = plans[name];
+    const { active_tokens: activeTokens, requests_per_month: requestsPerMonth } = parsed.data;
+    if (base === undefined && (activeTokens === undefined || requestsPerMonth === undefined)) {
+      throw new ConfigError(
+        `${where}: plan "${name}" must give both "active_tokens" and "requests_per_month" (null for no cap), like ${EXAMPLE}.`,
+      );
+    }
+    plans[name] = Object.freeze({
+      activeTokens: activeTokens === undefined ? (base as PlanLimits).activeTokens : activeTokens,
+      requestsPerMonth:
+        requestsPerMonth === undefined ? (base as PlanLimits).requestsPerMonth : requestsPerMonth,
+    });
+  }
+  return Object.freeze(plans);
+}
