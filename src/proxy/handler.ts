@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
 import type { UnauthorizedReason } from '../anomalies/record.js';
@@ -11,6 +11,7 @@ import { recordPath } from '../requestlog/record.js';
 import { requestOrigin } from '../rules/origin-match.js';
 import { isPreflight, writePreflight } from './cors.js';
 import type { ProxyDeps } from './deps.js';
+import { requestHasBody, type ProxyRequest, type ProxyResponse } from './exchange-io.js';
 import {
   NO_ORIGIN_MESSAGE,
   providerMismatchMessage,
@@ -74,8 +75,9 @@ export class ProxyHandler {
     this.tokens.clear();
   }
 
-  readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
-    if (this.closing) res.shouldKeepAlive = false;
+  readonly handle = (req: ProxyRequest, res: ProxyResponse): void => {
+    // HTTP/2 sessions are sent GOAWAY by the server's close instead.
+    if (this.closing && res instanceof ServerResponse) res.shouldKeepAlive = false;
     const ex = new Exchange(this, req, res);
     const target = parseTarget(req.url ?? '');
     const upstream = target === undefined ? undefined : this.upstreams.get(target.providerId);
@@ -125,8 +127,8 @@ export class ProxyHandler {
 
 class Exchange implements Dispatcher.DispatchHandler {
   readonly #ctx: ProxyHandler;
-  readonly req: IncomingMessage;
-  readonly res: ServerResponse;
+  readonly req: ProxyRequest;
+  readonly res: ProxyResponse;
   readonly requestId: string;
   readonly #start: number;
   readonly #wallStart: number;
@@ -157,7 +159,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   /** `RateLimit-*` headers for the forwarded response of a rate-limited token. */
   #limitHeaders: readonly string[] | null = null;
 
-  constructor(ctx: ProxyHandler, req: IncomingMessage, res: ServerResponse) {
+  constructor(ctx: ProxyHandler, req: ProxyRequest, res: ProxyResponse) {
     this.#start = performance.now();
     this.#ctx = ctx;
     this.req = req;
@@ -372,9 +374,7 @@ class Exchange implements Dispatcher.DispatchHandler {
       upstream.bearer ? `Bearer ${this.#keyText}` : this.#keyText,
     );
     const method = req.method ?? 'GET';
-    const length = req.headers['content-length'];
-    const hasBody =
-      req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+    const hasBody = requestHasBody(req);
     this.#forwarded = true;
     this.#sentAt = performance.now();
     this.#addedMs = this.#sentAt - this.#start;
