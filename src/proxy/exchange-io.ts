@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { Http2ServerRequest } from 'node:http2';
+import { constants, Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { Readable } from 'node:stream';
 
 /**
@@ -41,4 +41,14 @@ export function requestHasBody(req: ProxyRequest): boolean {
   if (req instanceof Http2ServerRequest) return !req.stream.endAfterHeaders;
   const length = req.headers['content-length'];
   return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+/**
+ * Ends a response whose upstream broke off mid-answer so that the client sees a broken response, not
+ * a short one: HTTP/1.1 loses its connection; an HTTP/2 stream is reset with INTERNAL_ERROR (a plain
+ * destroy would reset it with NO_ERROR, which a client may take for a complete answer).
+ */
+export function breakResponse(res: ProxyResponse): void {
+  if (res instanceof Http2ServerResponse) res.stream.close(constants.NGHTTP2_INTERNAL_ERROR);
+  else res.destroy();
 }

@@ -11,7 +11,7 @@ import { recordPath } from '../requestlog/record.js';
 import { requestOrigin } from '../rules/origin-match.js';
 import { isPreflight, writePreflight } from './cors.js';
 import type { ProxyDeps } from './deps.js';
-import { requestHasBody, type ProxyRequest, type ProxyResponse } from './exchange-io.js';
+import { breakResponse, requestHasBody, type ProxyRequest, type ProxyResponse } from './exchange-io.js';
 import {
   NO_ORIGIN_MESSAGE,
   providerMismatchMessage,
@@ -454,7 +454,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     }
     if (res.headersSent) {
       // The provider broke off mid-answer: end the client's response as broken too, never hang it.
-      res.destroy();
+      breakResponse(res);
       return;
     }
     const failedAt = performance.now();

@@ -1,0 +1,3 @@
+import { describeErrorRows } from './error-rows.js';
+
+describeErrorRows('h2');
