@@ -70,11 +70,7 @@ export function isPreflight(req: ProxyRequest): boolean {
 }
 
 /** 204 allowing the requesting origin, the methods, and the requested headers (echoed). */
-export function writePreflight(
-  res: ProxyResponse,
-  origin: string,
-  requestHeaders: string | undefined,
-): void {
+export function writePreflight(res: ProxyResponse, origin: string, requestHeaders: string | undefined): void {
   res.writeHead(204, [
     'access-control-allow-origin',
     origin,

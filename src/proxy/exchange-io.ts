@@ -52,3 +52,12 @@ export function breakResponse(res: ProxyResponse): void {
   if (res instanceof Http2ServerResponse) res.stream.close(constants.NGHTTP2_INTERNAL_ERROR);
   else res.destroy();
 }
+
+/**
+ * Whether the whole response went out when it closes. An HTTP/2 stream reset by the client has its
+ * writable side ended by Node on the way down, so there `aborted` is what tells a cut stream apart.
+ */
+export function responseCompleted(res: ProxyResponse): boolean {
+  if (res instanceof Http2ServerResponse) return res.writableFinished && !res.stream.aborted;
+  return res.writableFinished;
+}

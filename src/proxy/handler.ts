@@ -11,7 +11,13 @@ import { recordPath } from '../requestlog/record.js';
 import { requestOrigin } from '../rules/origin-match.js';
 import { isPreflight, writePreflight } from './cors.js';
 import type { ProxyDeps } from './deps.js';
-import { breakResponse, requestHasBody, type ProxyRequest, type ProxyResponse } from './exchange-io.js';
+import {
+  breakResponse,
+  requestHasBody,
+  responseCompleted,
+  type ProxyRequest,
+  type ProxyResponse,
+} from './exchange-io.js';
 import {
   NO_ORIGIN_MESSAGE,
   providerMismatchMessage,
@@ -470,7 +476,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   };
 
   readonly #onClose = (): void => {
-    if (!this.res.writableFinished) {
+    if (!responseCompleted(this.res)) {
       this.#clientGone = true;
       if (this.#forwarded && !this.#upstreamDone) this.#controller?.abort(CLIENT_GONE);
     }
