@@ -50,6 +50,9 @@ const HTTP_OPTIONS: ServerOptions = {
 export const H2_STREAM_WINDOW = 1024 * 1024;
 export const H2_SESSION_WINDOW = 8 * 1024 * 1024;
 export const H2_MAX_STREAMS = 128;
+/** Rapid reset (CVE-2023-44487): streams a client may open and cancel at once, then per second. */
+export const H2_RESET_BURST = 1000;
+export const H2_RESET_RATE = 33;
 
 const H2_OPTIONS: SecureServerOptions = {
   allowHTTP1: true,
@@ -60,10 +63,10 @@ const H2_OPTIONS: SecureServerOptions = {
     maxHeaderListSize: MAX_HEADER_BYTES,
     enablePush: false,
   },
-  // Rapid reset (CVE-2023-44487): nghttp2 answers more than a burst of 1,000 resets, refilled at
-  // 33/s, with GOAWAY; streams refused for exceeding maxConcurrentStreams, past 100, end the session.
-  streamResetBurst: 1000,
-  streamResetRate: 33,
+  // Past the reset burst nghttp2 stops handing the session's new streams to us; streams refused for
+  // exceeding maxConcurrentStreams, past 100, end the session.
+  streamResetBurst: H2_RESET_BURST,
+  streamResetRate: H2_RESET_RATE,
   maxSessionRejectedStreams: 100,
   maxSessionInvalidFrames: 1000,
 };
