@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --profile] [-- --only latency,throughput,…] [-- --keep]`
+ * `npm run bench [-- --quick] [-- --profile] [-- --only latency,throughput,…] [-- --keep] [-- --no-pin]`
  *
  * Starts, on loopback only, a stand-in HTTPS provider (own process, CPU 1) and `bin/tokenproxy serve`
  * (CPU 0), then measures direct (load generator → stand-in) against proxied (load generator → proxy
@@ -36,6 +36,7 @@ import { memoryPhase } from './phases/memory.js';
 import { originsPhase } from './phases/origins.js';
 import { storePhase } from './phases/store.js';
 import { tokensPhase } from './phases/tokens.js';
+import { steadyPhase } from './phases/steady.js';
 
 async function main(): Promise<number> {
   const s = parseArgs(process.argv.slice(2));
@@ -65,10 +66,15 @@ async function main(): Promise<number> {
   try {
     const cores = cpus().length;
     let pinning = 'proxy on CPU 0; stand-in provider, load generator (h2load) and bench driver on CPU 1';
-    if (cores < 2) throw new BenchFailure(`the bench pins to CPUs 0 and 1 but this machine has ${cores} CPU`);
-    // The driver's own threads (and every child it starts without taskset) go to CPU 1.
-    execFileSync('taskset', ['-a', '-p', '-c', '1', String(process.pid)], { stdio: 'ignore' });
-    if (cores > 2) pinning += ` (${cores} CPUs present; the others stay unused)`;
+    if (s.pin) {
+      if (cores < 2)
+        throw new BenchFailure(`the bench pins to CPUs 0 and 1 but this machine has ${cores} CPU`);
+      // The driver's own threads (and every child it starts without taskset) go to CPU 1.
+      execFileSync('taskset', ['-a', '-p', '-c', '1', String(process.pid)], { stdio: 'ignore' });
+      if (cores > 2) pinning += ` (${cores} CPUs present; the others stay unused)`;
+    } else {
+      pinning = `not pinned (--no-pin): the OS places every process on the ${cores} CPUs`;
+    }
     const h2loadVersion = await ensureH2load(b.children);
     log(`${s.quick ? 'quick' : 'full'} run; ${pinning}; ${h2loadVersion}`);
 
@@ -98,6 +104,8 @@ async function main(): Promise<number> {
     const { token, keyId } = await b.createToken(tp, ['localhost']);
     const direct = b.direct();
     const proxy = b.proxied('proxy', tp, token);
+    // The same request over HTTP/2 (ALPN h2, one stream in flight per connection).
+    const proxyH2 = b.proxied('proxy h2', tp, token, 'http://localhost', [200], 'h2');
     const rssIdleStart = rssMb(tp.child.pid);
 
     b.results.meta = {
@@ -115,7 +123,7 @@ async function main(): Promise<number> {
         rounds: s.rounds,
       },
       request:
-        'POST /v1/chat/completions, 98-byte JSON body; answer 619-byte JSON; HTTP/1.1 over TLS 1.3, keep-alive',
+        'POST /v1/chat/completions, 98-byte JSON body; answer 619-byte JSON; HTTP/1.1 over TLS 1.3, keep-alive (proxy h2: HTTP/2 to the proxy)',
     };
     b.row('measurement', 'direct', 'proxy', 'added by proxy', 'unit');
 
@@ -136,6 +144,7 @@ async function main(): Promise<number> {
       tls,
       direct,
       proxy,
+      proxyH2,
       forwarder,
       relay,
       forwarderRef,
@@ -159,6 +168,7 @@ async function main(): Promise<number> {
     if (s.only.has('store')) await storePhase(ctx);
 
     if (s.only.has('tokens')) await tokensPhase(ctx);
+    if (s.only.has('steady')) await steadyPhase(ctx);
 
     b.results.rss_mb_at_end = round(rssMb(tp.child.pid), 1);
 
@@ -192,7 +202,7 @@ async function main(): Promise<number> {
     );
     process.stdout.write(`pinning: ${pinning}\n`);
     process.stdout.write(
-      `load: h2load --h1 (TLS 1.3, keep-alive); open loop = paced by --rps, 25 req/s per connection\n\n`,
+      `load: h2load --h1 (TLS 1.3, keep-alive; the h2 rows: h2load h2, one stream per connection); open loop = paced by --rps, 25 req/s per connection\n\n`,
     );
     printTable(b.table);
     for (const note of b.notes) process.stdout.write(`note: ${note}\n`);

@@ -3,7 +3,16 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-export const PHASES = ['latency', 'throughput', 'streaming', 'memory', 'origins', 'store', 'tokens'] as const;
+export const PHASES = [
+  'latency',
+  'throughput',
+  'streaming',
+  'memory',
+  'origins',
+  'store',
+  'tokens',
+  'steady',
+] as const;
 export type Phase = (typeof PHASES)[number];
 
 export interface Settings {
@@ -21,6 +30,11 @@ export interface Settings {
   readonly streamsPerRound: number;
   readonly heldStreams: number;
   readonly bigTokenCount: number;
+  /** The steady phase: closed-loop requests first, then seconds at 1,000 req/s. */
+  readonly steadyPreloadRequests: number;
+  readonly steadyS: number;
+  /** Pin tokenproxy and the references to CPU 0, the rest to CPU 1 (default; `--no-pin`: let the OS place them). */
+  readonly pin: boolean;
   readonly rates: readonly number[];
   readonly concurrencies: readonly number[];
 }
@@ -50,6 +64,9 @@ export function parseArgs(argv: readonly string[]): Settings {
     streamsPerRound: 5,
     heldStreams: quick ? 200 : 1000,
     bigTokenCount: quick ? 2_000 : 100_000,
+    steadyPreloadRequests: quick ? 4_000 : 80_000,
+    steadyS: quick ? 3 : 60,
+    pin: !argv.includes('--no-pin'),
     rates: [500, 1000],
     concurrencies: [32, 128],
   };

@@ -36,6 +36,15 @@ export class Bench {
 
   // -- setup --
 
+  /**
+   * `taskset -c <cpu> <command…>` — the whole process, its worker threads included, on that CPU — or
+   * the bare command with `--no-pin`. As [command, args] for Children.start.
+   */
+  onCpu(cpu: number, command: readonly string[]): [string, string[]] {
+    if (!this.s.pin) return [command[0] as string, command.slice(1)];
+    return ['taskset', ['-c', String(cpu), ...command]];
+  }
+
   /** Runs one of the bench's own servers pinned to `cpu`; it prints `{"port":N}` once listening. */
   async startPinned(
     name: string,
@@ -43,13 +52,10 @@ export class Bench {
     script: string,
     args: string[],
   ): Promise<{ pid: number; port: number }> {
-    const child = this.children.start(name, 'taskset', [
-      '-c',
-      String(cpu),
-      process.execPath,
-      join(ROOT, 'dist-bench/bench', script),
-      ...args,
-    ]);
+    const child = this.children.start(
+      name,
+      ...this.onCpu(cpu, [process.execPath, join(ROOT, 'dist-bench/bench', script), ...args]),
+    );
     const m = await this.children.waitFor(child, /\{"port":(\d+)\}/, 10_000);
     return { pid: child.pid, port: Number(m[1]) };
   }
@@ -119,25 +125,26 @@ export class Bench {
     if (this.profileDir !== undefined && name === 'sqlite') {
       nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${this.profileDir}`);
     }
-    const child = this.children.start(`tokenproxy (${name})`, 'taskset', [
-      '-c',
-      '0',
-      process.execPath,
-      ...nodeArgs,
-      join(ROOT, 'bin/tokenproxy'),
-      'serve',
-      ...common,
-      '--config',
-      configFile,
-      '--provider-ca',
-      this.providerCa,
-      '--api-port',
-      '0',
-      '--proxy-port',
-      '0',
-      '--log-level',
-      'warn',
-    ]);
+    const child = this.children.start(
+      `tokenproxy (${name})`,
+      ...this.onCpu(0, [
+        process.execPath,
+        ...nodeArgs,
+        join(ROOT, 'bin/tokenproxy'),
+        'serve',
+        ...common,
+        '--config',
+        configFile,
+        '--provider-ca',
+        this.providerCa,
+        '--api-port',
+        '0',
+        '--proxy-port',
+        '0',
+        '--log-level',
+        'warn',
+      ]),
+    );
     await this.children.waitFor(child, /^Ready\./m, 30_000);
     const api = /management API\s+(https:\/\/[\d.]+:\d+)\/v1/.exec(child.stderr)?.[1];
     const proxy = /proxy\s+(https:\/\/[\d.]+:\d+)/.exec(child.stderr)?.[1];
@@ -228,9 +235,11 @@ export class Bench {
     token: string,
     origin = 'http://localhost',
     expectStatus: readonly number[] = [200],
+    protocol: 'h1' | 'h2' = 'h1',
   ): Scenario {
     return {
       name,
+      protocol,
       cpuPid: tp.child.pid,
       url: `${tp.proxyUrl}/openai/v1/chat/completions`,
       headers: [`authorization: Bearer ${token}`, `origin: ${origin}`, 'content-type: application/json'],
@@ -248,6 +257,7 @@ export class Bench {
     const before = cpuTicks(sc.cpuPid);
     const res = await h2load(this.children, {
       url: sc.url,
+      protocol: sc.protocol,
       headers: sc.headers,
       bodyFile: this.bodyFile,
       connections: opts.connections,

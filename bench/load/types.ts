@@ -24,6 +24,8 @@ export interface Scenario {
   /** Process whose CPU time is charged to this scenario (the proxy, or the stand-in when direct). */
   readonly cpuPid: number;
   readonly url: string;
+  /** What the load generator speaks to `url` (default `h1`; `h2` only to tokenproxy, which offers it). */
+  readonly protocol?: 'h1' | 'h2';
   readonly headers: readonly string[];
   readonly expectStatus: readonly number[];
   /** tokenproxy's /metrics, read around each run for its garbage collections. */

@@ -13,6 +13,8 @@ export interface PhaseContext {
   readonly tls: { readonly ca: string; readonly cert: string; readonly key: string };
   readonly direct: Scenario;
   readonly proxy: Scenario;
+  /** `proxy` over HTTP/2. */
+  readonly proxyH2: Scenario;
   readonly forwarder: Scenario;
   readonly relay: Scenario;
   readonly forwarderRef: Reference;

@@ -4,25 +4,40 @@ import type { PhaseContext } from './context.js';
 
 /** The `throughput` phase (see docs/performance.md). */
 export async function throughputPhase(ctx: PhaseContext): Promise<void> {
-  const { s, b, direct, proxy, forwarder, relay, tp, token } = ctx;
+  const { s, b, direct, proxy, proxyH2, forwarder, relay, tp, token } = ctx;
   const out: Record<string, unknown> = {};
   // One attacking IP: after its first refusals it is answered 429 ip_backoff (DESIGN §6), which is
   // the path a real flood takes, so both statuses count as refusals here.
   const refused = b.proxied('refused', tp, token, 'http://evil.example', [403, 429]);
   for (const connections of s.concurrencies) {
-    const r = await b.interleaved(`throughput c=${connections}`, [direct, proxy, refused, forwarder, relay], {
-      connections,
-    });
+    const r = await b.interleaved(
+      `throughput c=${connections}`,
+      [direct, proxy, proxyH2, refused, forwarder, relay],
+      {
+        connections,
+      },
+    );
     const d = r.get('direct');
     const p = r.get('proxy');
     const f = r.get('refused');
     const w = r.get('forwarder');
     const x = r.get('relay');
-    if (d === undefined || p === undefined || f === undefined || w === undefined || x === undefined)
+    const p2 = r.get(proxyH2.name);
+    if (
+      d === undefined ||
+      p === undefined ||
+      f === undefined ||
+      w === undefined ||
+      x === undefined ||
+      p2 === undefined
+    )
       throw new Error('missing result');
     out[`${connections}`] = {
       direct_rps: round(d.rps, 1),
       proxy_rps: round(p.rps, 1),
+      proxy_h2_rps: round(p2.rps, 1),
+      proxy_h2_over_direct: round(p2.rps / d.rps, 3),
+      proxy_h2_over_direct_by_round: pairedRatios(p2.rpsRounds, d.rpsRounds),
       refused_403_rps: round(f.rps, 1),
       forwarder_rps: round(w.rps, 1),
       relay_rps: round(x.rps, 1),
@@ -36,6 +51,7 @@ export async function throughputPhase(ctx: PhaseContext): Promise<void> {
       cpu_us_per_request: {
         stand_in_direct: round(d.cpuUs, 0),
         proxy: round(p.cpuUs, 0),
+        proxy_h2: round(p2.cpuUs, 0),
         proxy_refused: round(f.cpuUs, 0),
         forwarder: round(w.cpuUs, 0),
         relay: round(x.cpuUs, 0),
@@ -43,6 +59,7 @@ export async function throughputPhase(ctx: PhaseContext): Promise<void> {
       rounds: {
         direct: d.rpsRounds,
         proxy: p.rpsRounds,
+        proxy_h2: p2.rpsRounds,
         refused: f.rpsRounds,
         forwarder: w.rpsRounds,
         relay: x.rpsRounds,
@@ -50,6 +67,7 @@ export async function throughputPhase(ctx: PhaseContext): Promise<void> {
       latency: {
         direct: roundP(d.lat),
         proxy: roundP(p.lat),
+        proxy_h2: roundP(p2.lat),
         refused: roundP(f.lat),
         forwarder: roundP(w.lat),
         relay: roundP(x.lat),
@@ -60,6 +78,13 @@ export async function throughputPhase(ctx: PhaseContext): Promise<void> {
       d.rps,
       p.rps,
       `ratio ${fmt(p.rps / d.rps)} ${ratioRange(p.rpsRounds, d.rpsRounds)}`,
+      'req/s',
+    );
+    b.row(
+      `  proxy over h2, ${connections} conns`,
+      '',
+      `${fmt(p2.rps)} (${fmt(p2.cpuUs)} µs CPU/req)`,
+      `ratio ${fmt(p2.rps / d.rps)} ${ratioRange(p2.rpsRounds, d.rpsRounds)}`,
       'req/s',
     );
     b.row(
