@@ -2,7 +2,7 @@ import { createServer as createHttpServer, type ServerOptions } from 'node:http'
 import { createSecureServer, type SecureServerOptions, type ServerHttp2Session } from 'node:http2';
 import type { AddressInfo, Server, Socket } from 'node:net';
 import type { ProxyDeps } from './deps.js';
-import type { ProxyRequest, ProxyResponse } from './exchange-io.js';
+import type { ProxyResponse } from './exchange-io.js';
 import { ProxyHandler } from './handler.js';
 
 export interface ProxyServerOptions {
@@ -96,7 +96,7 @@ export function createProxyServer(deps: ProxyDeps, options: ProxyServerOptions =
       minVersion: 'TLSv1.3',
     });
     // @types/node omits Http2ServerResponse#flushHeaders, which Node has had since v8.4.
-    h2.on('request', (req, res) => handler.handle(req as ProxyRequest, res as unknown as ProxyResponse));
+    h2.on('request', (req, res) => handler.handle(req, res as unknown as ProxyResponse));
     h2.on('session', (session: ServerHttp2Session) => {
       sessions.add(session);
       session.once('close', () => sessions.delete(session));

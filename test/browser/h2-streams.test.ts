@@ -3,15 +3,16 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { databases } from '../support/databases.js';
+import { databases, type DatabaseFixture } from '../support/databases.js';
 import { startGatedUpstream, type GatedUpstream } from '../support/gated-upstream.js';
 import { startProxyHarness, type ProxyHarness } from '../proxy/harness.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const STREAMS = 10;
 
-const sqlite = databases.find((d) => d.name === 'sqlite');
-if (sqlite === undefined) throw new Error('no sqlite fixture');
+const found = databases.find((d) => d.name === 'sqlite');
+if (found === undefined) throw new Error('no sqlite fixture');
+const sqlite: DatabaseFixture = found;
 
 /**
  * A page that opens STREAMS streamed completions at once, as a chat app with several panes would,

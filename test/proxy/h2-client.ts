@@ -31,7 +31,7 @@ export function h2Request(
     const pieces: Buffer[] = [];
     stream.on('response', (h) => {
       status = Number(h[':status']);
-      responseHeaders = h as Record<string, string | string[] | undefined>;
+      responseHeaders = h;
     });
     stream.on('data', (piece: Buffer) => pieces.push(piece));
     stream.on('end', () =>

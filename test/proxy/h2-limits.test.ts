@@ -1,4 +1,4 @@
-import { constants, type ClientHttp2Session } from 'node:http2';
+import { constants } from 'node:http2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { H2_MAX_STREAMS, H2_RESET_BURST, H2_RESET_RATE, H2_STREAM_WINDOW } from '../../src/proxy/server.js';
 import { databases } from '../support/databases.js';

@@ -99,7 +99,7 @@ describe('proxy security over HTTP/2: the upstream host is fixed by the provider
     expect(evilConnections).toBe(0);
   });
 
-  it('connection-specific request fields are refused by HTTP/2 itself; a TE other than trailers too', async () => {
+  it('connection-specific request fields are refused by HTTP/2 itself; a TE other than trailers too', () => {
     for (const field of [{ connection: 'close' }, { 'transfer-encoding': 'chunked' }, { te: 'gzip' }]) {
       // Node's client refuses to send them; the server would reset such a stream (RFC 9113 §8.2.2).
       expect(() => session.request({ ':path': '/openai/v1/models', ...auth(), ...field })).toThrow();

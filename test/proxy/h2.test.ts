@@ -247,7 +247,7 @@ describe('the proxy over HTTP/2: official SDKs, streaming, bodies, CORS, aborts'
     }
   });
 
-  it('secrets appear in no record, log line or h2 response', async () => {
+  it('secrets appear in no record, log line or h2 response', () => {
     const everything = [JSON.stringify(h.records), h.logLines.join('\n')].join('\n');
     for (const secret of [REAL_KEY, ANTHROPIC_KEY, openaiToken, anthropicToken, gatedToken]) {
       expect(everything).not.toContain(secret);
