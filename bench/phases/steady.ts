@@ -1,3 +1,4 @@
+import { gcSummary } from '../gc.js';
 import { fmt } from '../report.js';
 import type { Scenario } from '../load/types.js';
 import { percentile, round, summarize } from '../stats.js';
@@ -83,7 +84,8 @@ export async function steadyPhase(ctx: PhaseContext): Promise<void> {
       requests: lat.count,
       achieved_rps: round(res.rps, 1),
       cpu_us_per_request: round(res.cpuUsPerRequest, 0),
-      gc: res.gc,
+      // Only tokenproxy serves /metrics: the others read as no collections.
+      gc: sc.metrics === undefined ? undefined : gcSummary(res.gc, res.total),
     };
     log(`steady ${sc.name}: ${lat.count} requests, p99.9 ${fmt(tail.p999)} ms, max ${fmt(lat.max)} ms`);
   }
