@@ -9,6 +9,8 @@ import { startProxyHarness, type ProxyHarness } from '../proxy/harness.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const STREAMS = 10;
+/** How long the test waits for all ten first chunks before it lets the upstream finish anyway. */
+const FALLBACK_MS = 15_000;
 
 const found = databases.find((d) => d.name === 'sqlite');
 if (found === undefined) throw new Error('no sqlite fixture');
@@ -43,9 +45,9 @@ function pageHtml(proxyUrl: string, token: string): string {
 
 /**
  * Browsers open at most six HTTP/1.1 connections per origin; over HTTP/2 they multiplex every stream
- * on one connection. The upstream holds every stream open after its first chunk until all ten have
- * started (or, so that HTTP/1.1 does not wait forever, 4 s have passed), so on HTTP/2 all ten see
- * their first chunk before any ends, and on HTTP/1.1 the seventh cannot start until one has ended.
+ * on one connection. The upstream holds every stream open after its first chunk until the page has
+ * seen ten first chunks (or FALLBACK_MS passed), so over HTTP/2 all ten see their first chunk before
+ * any ends, and over HTTP/1.1 the seventh cannot start until one of the six has ended.
  */
 describe.skipIf(!existsSync(CHROMIUM))('browsers: ten concurrent streams from one page', () => {
   let browser: Browser;
@@ -55,7 +57,7 @@ describe.skipIf(!existsSync(CHROMIUM))('browsers: ten concurrent streams from on
   const harnesses: ProxyHarness[] = [];
 
   beforeAll(async () => {
-    gated = await startGatedUpstream({ fallbackMs: 4000 });
+    gated = await startGatedUpstream({ fallbackMs: 4 * FALLBACK_MS });
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       args: [
@@ -77,6 +79,7 @@ describe.skipIf(!existsSync(CHROMIUM))('browsers: ten concurrent streams from on
   async function run(http2: boolean): Promise<{ events: string[]; statuses: number[]; versions: string[] }> {
     const h = await startProxyHarness(sqlite, {
       http2,
+      config: { upstreamBodyTimeoutMs: 4 * FALLBACK_MS },
       extraCaPem: gated.caCertPem,
       providers: () => [{ id: 'gated', baseUrl: gated.url, auth: { kind: 'bearer' }, builtin: false }],
     });
@@ -89,13 +92,26 @@ describe.skipIf(!existsSync(CHROMIUM))('browsers: ten concurrent streams from on
     });
     await new Promise<void>((resolve) => page.listen(0, '127.0.0.1', resolve));
     pagePort = (page.address() as AddressInfo).port;
-    gated.reset(STREAMS);
+    gated.reset(Number.POSITIVE_INFINITY);
     // The proxy's certificate is self-signed: this context trusts it, as a user would after checking
     // the printed fingerprint.
     const context = await browser.newContext({ ignoreHTTPSErrors: true });
     try {
       const tab = await context.newPage();
       await tab.goto(`http://localhost:${pagePort}/`);
+      // The upstream holds every stream after its first chunk; it is released once the page has
+      // seen all ten first chunks, or after FALLBACK_MS (HTTP/1.1: only six can ever start).
+      const deadline = Date.now() + FALLBACK_MS;
+      const firsts = (): Promise<number> =>
+        tab.evaluate(
+          () =>
+            (globalThis as unknown as { events: string[] }).events.filter((e) => e.startsWith('first '))
+              .length,
+        );
+      while ((await firsts()) < STREAMS && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      gated.release();
       const statuses = await tab.evaluate(() => (globalThis as unknown as { done: Promise<number[]> }).done);
       const events = await tab.evaluate(() => (globalThis as unknown as { events: string[] }).events);
       const versions = h.httpVersions.slice();
@@ -116,7 +132,7 @@ describe.skipIf(!existsSync(CHROMIUM))('browsers: ten concurrent streams from on
     expect(lastFirst(events)).toBeLessThan(firstEnd(events));
     expect(versions.filter((v) => v !== '2.0')).toEqual([]);
     expect(gated.maxOpen).toBe(STREAMS);
-  });
+  }, 120_000);
 
   it('over HTTP/1.1 (h2 disabled) the six-connection wall shows: a stream ends before the last one starts', async () => {
     const { events, statuses, versions } = await run(false);
@@ -124,5 +140,5 @@ describe.skipIf(!existsSync(CHROMIUM))('browsers: ten concurrent streams from on
     expect(versions.filter((v) => v !== '1.1')).toEqual([]);
     expect(firstEnd(events)).toBeLessThan(lastFirst(events));
     expect(gated.maxOpen).toBeLessThanOrEqual(6);
-  });
+  }, 120_000);
 });
