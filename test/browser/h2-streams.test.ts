@@ -92,7 +92,7 @@ describe.skipIf(!existsSync(CHROMIUM))('browsers: ten concurrent streams from on
     });
     await new Promise<void>((resolve) => page.listen(0, '127.0.0.1', resolve));
     pagePort = (page.address() as AddressInfo).port;
-    gated.reset(Number.POSITIVE_INFINITY);
+    gated.reset();
     // The proxy's certificate is self-signed: this context trusts it, as a user would after checking
     // the printed fingerprint.
     const context = await browser.newContext({ ignoreHTTPSErrors: true });

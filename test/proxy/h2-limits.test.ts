@@ -86,7 +86,7 @@ describe('HTTP/2 abuse limits: rapid reset, too many streams, oversized header l
   }, 120_000);
 
   it(`too many streams: at most ${H2_MAX_STREAMS} run at once on a session, the rest wait; all finish`, async () => {
-    gated.reset(Number.POSITIVE_INFINITY);
+    gated.reset();
     const session = await h2Connect(h.url, h.ca);
     try {
       const count = H2_MAX_STREAMS + 16;

@@ -117,7 +117,7 @@ describe('the proxy over HTTP/2: official SDKs, streaming, bodies, CORS, aborts'
   });
 
   it('SSE over h2 is relayed chunk by chunk: the first event arrives while the upstream still holds the stream', async () => {
-    gated.reset(Number.POSITIVE_INFINITY);
+    gated.reset();
     const session = await h2Connect(h.url, h.ca);
     try {
       const stream = session.request({ ':path': '/gated/v1/chat/completions', ...bearer(gatedToken) });
@@ -205,7 +205,7 @@ describe('the proxy over HTTP/2: official SDKs, streaming, bodies, CORS, aborts'
   });
 
   it('a client RST_STREAM aborts the upstream request, zeroes the key, and is recorded once', async () => {
-    gated.reset(Number.POSITIVE_INFINITY);
+    gated.reset();
     const session = await h2Connect(h.url, h.ca);
     try {
       const before = h.decrypted.length;

@@ -5,8 +5,7 @@ import { createTestCa } from './test-ca.js';
 
 /**
  * An HTTPS upstream whose streamed answers are held open: each request gets its status and a first
- * SSE event at once, then waits for the gate (`group` requests started, or `release()`), or at the
- * latest `fallbackMs`, before its last event. Tests use it to prove order: a client saw a first chunk
+ * SSE event at once, then waits for `release()`, or at the latest `fallbackMs`, before its last event. Tests use it to prove order: a client saw a first chunk
  * while the upstream had not finished, or many streams were open at the same time.
  */
 export interface GatedUpstream {
@@ -21,14 +20,12 @@ export interface GatedUpstream {
   waitForStarted(count: number): Promise<void>;
   /** Lets every held request finish, and the ones that come later until the next reset. */
   release(): void;
-  /** A new gate for `group` requests and zeroed counters. */
-  reset(group: number): void;
+  /** A new, shut gate and zeroed counters (held requests are released first). */
+  reset(): void;
   close(): Promise<void>;
 }
 
 export interface GatedUpstreamOptions {
-  /** Requests that open the gate together (default: only release() opens it). */
-  readonly group?: number;
   /** A held request finishes after this long even if the gate stays shut (default 30 s). */
   readonly fallbackMs?: number;
 }
@@ -39,7 +36,6 @@ export async function startGatedUpstream(options: GatedUpstreamOptions = {}): Pr
   const fallbackMs = options.fallbackMs ?? 30_000;
   const sockets = new Set<Socket>();
   const timers = new Set<NodeJS.Timeout>();
-  let group = options.group ?? Number.POSITIVE_INFINITY;
   let started = 0;
   let open = 0;
   let maxOpen = 0;
@@ -56,7 +52,6 @@ export async function startGatedUpstream(options: GatedUpstreamOptions = {}): Pr
       res.on('close', () => open--);
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
       res.write(`data: {"n":${n},"part":"first"}\n\n`);
-      if (started >= group) openGate();
       for (const wake of [...waiters]) wake();
       let timer: NodeJS.Timeout | undefined;
       const fallback = new Promise<void>((resolve) => {
@@ -105,9 +100,8 @@ export async function startGatedUpstream(options: GatedUpstreamOptions = {}): Pr
     release() {
       openGate();
     },
-    reset(g) {
+    reset() {
       openGate();
-      group = g;
       started = 0;
       maxOpen = open;
       gate = new Promise<void>((resolve) => (openGate = resolve));
