@@ -1,9 +1,14 @@
 import { readFile, rm } from 'node:fs/promises';
 import type { Children } from './procs.js';
 
-/** One h2load run (HTTP/1.1 over TLS, keep-alive, no pipelining) against one URL. */
+/**
+ * One h2load run against one URL over TLS with keep-alive: HTTP/1.1 without pipelining, or HTTP/2 with
+ * one stream in flight per connection (`-m 1`), so a connection carries the same load either way.
+ */
 export interface H2loadRun {
   readonly url: string;
+  /** Default `h1`. */
+  readonly protocol?: 'h1' | 'h2' | undefined;
   readonly headers: readonly string[];
   /** File with the POST body; GET when undefined. */
   readonly bodyFile?: string | undefined;
@@ -32,7 +37,15 @@ export interface H2loadResult {
 export class BenchFailure extends Error {}
 
 export async function h2load(children: Children, run: H2loadRun): Promise<H2loadResult> {
-  const args = ['--h1', '-t', '1', '-c', String(run.connections), '-m', '1'];
+  const args = [
+    ...(run.protocol === 'h2' ? [] : ['--h1']),
+    '-t',
+    '1',
+    '-c',
+    String(run.connections),
+    '-m',
+    '1',
+  ];
   if (run.rate !== undefined) {
     // Open loop: each connection sends rate/connections req/s on its own timer. The connections are
     // started 1/rate s apart (-r 1 --rate-period), so their timers are out of phase and the offered

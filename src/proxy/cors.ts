@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ProxyRequest, ProxyResponse } from './exchange-io.js';
 
 /**
  * CORS of the proxy (DESIGN §4). Browsers are the main callers: preflights carry no token, so they
@@ -61,7 +61,7 @@ export const EXPOSE_HEADERS = [
   'anthropic-ratelimit-tokens-reset',
 ].join(', ');
 
-export function isPreflight(req: IncomingMessage): boolean {
+export function isPreflight(req: ProxyRequest): boolean {
   return (
     req.method === 'OPTIONS' &&
     req.headers.origin !== undefined &&
@@ -70,11 +70,7 @@ export function isPreflight(req: IncomingMessage): boolean {
 }
 
 /** 204 allowing the requesting origin, the methods, and the requested headers (echoed). */
-export function writePreflight(
-  res: ServerResponse,
-  origin: string,
-  requestHeaders: string | undefined,
-): void {
+export function writePreflight(res: ProxyResponse, origin: string, requestHeaders: string | undefined): void {
   res.writeHead(204, [
     'access-control-allow-origin',
     origin,

@@ -1,6 +1,6 @@
-import type { ServerResponse } from 'node:http';
 import { ERROR_CODES } from '../errors/codes.js';
 import { EXPOSE_HEADERS } from './cors.js';
+import type { ProxyResponse } from './exchange-io.js';
 
 /** The codes the proxy answers with itself (DESIGN §4 table), each with its fixed human sentence. */
 export const PROXY_ERROR_MESSAGES = {
@@ -99,7 +99,7 @@ const PREPARED_NO_ORIGIN = prepare('origin_not_allowed', NO_ORIGIN_MESSAGE);
  * rare refusals that name particulars (provider_mismatch, quota_exceeded) pay for.
  */
 export function writeProxyError(
-  res: ServerResponse,
+  res: ProxyResponse,
   code: ProxyErrorCode,
   requestId: string,
   origin: string | undefined,

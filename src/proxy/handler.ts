@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
@@ -12,6 +12,13 @@ import { recordPath } from '../requestlog/record.js';
 import { requestOrigin } from '../rules/origin-match.js';
 import { isPreflight, writePreflight } from './cors.js';
 import type { ProxyDeps } from './deps.js';
+import {
+  breakResponse,
+  requestHasBody,
+  responseCompleted,
+  type ProxyRequest,
+  type ProxyResponse,
+} from './exchange-io.js';
 import {
   NO_ORIGIN_MESSAGE,
   providerMismatchMessage,
@@ -79,8 +86,9 @@ export class ProxyHandler {
     this.deps.usage?.budgets?.forgetAccounts();
   }
 
-  readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
-    if (this.closing) res.shouldKeepAlive = false;
+  readonly handle = (req: ProxyRequest, res: ProxyResponse): void => {
+    // HTTP/2 sessions are sent GOAWAY by the server's close instead.
+    if (this.closing && res instanceof ServerResponse) res.shouldKeepAlive = false;
     const ex = new Exchange(this, req, res);
     const target = parseTarget(req.url ?? '');
     const upstream = target === undefined ? undefined : this.upstreams.get(target.providerId);
@@ -130,8 +138,8 @@ export class ProxyHandler {
 
 class Exchange implements Dispatcher.DispatchHandler {
   readonly #ctx: ProxyHandler;
-  readonly req: IncomingMessage;
-  readonly res: ServerResponse;
+  readonly req: ProxyRequest;
+  readonly res: ProxyResponse;
   readonly requestId: string;
   readonly #start: number;
   readonly #wallStart: number;
@@ -168,7 +176,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   #body: Readable | null = null;
   #requestModel: string | null = null;
 
-  constructor(ctx: ProxyHandler, req: IncomingMessage, res: ServerResponse) {
+  constructor(ctx: ProxyHandler, req: ProxyRequest, res: ProxyResponse) {
     this.#start = performance.now();
     this.#ctx = ctx;
     this.req = req;
@@ -322,9 +330,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     }
     if (applies === false) return this.#send();
     const reserve = (): void => {
-      const headers = this.req.headers;
-      const hasBody =
-        headers['transfer-encoding'] !== undefined || (headers['content-length'] ?? '0') !== '0';
+      const hasBody = requestHasBody(this.req);
       const usage = this.#ctx.deps.usage as NonNullable<ProxyDeps['usage']>;
       const provider = (this.upstream as Upstream).id;
       reserveBudget(guard, usage, this.req, token, provider, hasBody, this.#wallStart).then(
@@ -437,9 +443,7 @@ class Exchange implements Dispatcher.DispatchHandler {
       upstream.bearer ? `Bearer ${this.#keyText}` : this.#keyText,
     );
     const method = req.method ?? 'GET';
-    const length = req.headers['content-length'];
-    const hasBody =
-      req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+    const hasBody = requestHasBody(req);
     this.#forwarded = true;
     this.#sentAt = performance.now();
     this.#addedMs = this.#sentAt - this.#start;
@@ -526,7 +530,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     }
     if (res.headersSent) {
       // The provider broke off mid-answer: end the client's response as broken too, never hang it.
-      res.destroy();
+      breakResponse(res);
       return;
     }
     const failedAt = performance.now();
@@ -542,7 +546,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   };
 
   readonly #onClose = (): void => {
-    if (!this.res.writableFinished) {
+    if (!responseCompleted(this.res)) {
       this.#clientGone = true;
       if (this.#forwarded && !this.#upstreamDone) this.#controller?.abort(CLIENT_GONE);
     }

@@ -61,7 +61,7 @@ export const ACCEPT_ENCODING = 'identity';
 /**
  * Builds the outbound header list (flat `[name, value, …]`, duplicates and case preserved) from the
  * caller's raw headers, without any header in DROP_REQUEST, any `x-forwarded-*`, any `proxy-*`, or any
- * header the caller named in `Connection`; then appends the provider's auth header and identity
+ * header the caller named in `Connection`, or any HTTP/2 pseudo-header; then appends the provider's auth header and identity
  * encoding. `content-length` stays: undici frames the streamed body by it (and refuses a body that
  * does not match it), so the provider sees the same framing the caller chose.
  */
@@ -75,6 +75,8 @@ export function upstreamHeaders(
   const out: string[] = [];
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
+    // HTTP/2 pseudo-headers (`:authority`, `:path`, …) describe the client's stream, not the request.
+    if (name.charCodeAt(0) === 58 /* : */) continue;
     const lower = name.toLowerCase();
     if (DROP_REQUEST.has(lower)) continue;
     // A custom provider's own key header may carry the caller's token: never pass it on.

@@ -1,16 +1,19 @@
-import { createServer as createHttpServer, type Server as HttpServer, type ServerOptions } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo, Socket } from 'node:net';
+import { createServer as createHttpServer, type ServerOptions } from 'node:http';
+import { createSecureServer, type SecureServerOptions, type ServerHttp2Session } from 'node:http2';
+import type { AddressInfo, Server, Socket } from 'node:net';
 import type { ProxyDeps } from './deps.js';
+import type { ProxyResponse } from './exchange-io.js';
 import { ProxyHandler } from './handler.js';
 
 export interface ProxyServerOptions {
   /** PEM certificate and key; omitted for plain HTTP (`insecure_http`, behind a TLS-terminating LB). */
   readonly tls?: { readonly key: string; readonly cert: string } | undefined;
+  /** Offer HTTP/2 by ALPN beside HTTP/1.1 on the TLS listener (default true; false: HTTP/1.1 only). */
+  readonly http2?: boolean | undefined;
 }
 
 export interface ProxyServer {
-  readonly server: HttpServer;
+  readonly server: Server;
   /** Resolves to the bound port. */
   listen(host: string, port: number): Promise<number>;
   /** Forgets cached token lookups, so a revoke or key change applies to the very next request. */
@@ -25,34 +28,91 @@ export interface ProxyServer {
 /** Headers larger than this are answered 431 by Node's parser, before any of our code runs. */
 export const MAX_HEADER_BYTES = 16 * 1024;
 
+/** Idle connections (HTTP/1.1 keep-alive, HTTP/2 sessions) are closed after this long. */
+const IDLE_TIMEOUT_MS = 65_000;
+
 const HTTP_OPTIONS: ServerOptions = {
   maxHeaderSize: MAX_HEADER_BYTES,
   // Slow-loris: the whole head must arrive in 20 s; a whole request (uploads included) in 10 min.
   headersTimeout: 20_000,
   requestTimeout: 10 * 60_000,
   // Longer than the 60 s idle timeout of common load balancers, so they never reuse a closing socket.
-  keepAliveTimeout: 65_000,
+  keepAliveTimeout: IDLE_TIMEOUT_MS,
   noDelay: true,
 };
 
 /**
- * The proxy listener: HTTP/1.1 over TLS 1.3 (ALPN offers http/1.1 only), no framework. Request and
- * response bodies are streamed through; nothing is parsed beyond the request head.
+ * HTTP/2 limits and flow-control windows (docs/decisions.md). A stream window is what a client may
+ * send us unread on one stream, the session window on all its streams together: they bound the
+ * memory a connection can pin while a request body waits for the upstream, and are large enough
+ * that a streamed upload is not throttled to a window per round trip.
+ */
+export const H2_STREAM_WINDOW = 1024 * 1024;
+export const H2_SESSION_WINDOW = 8 * 1024 * 1024;
+export const H2_MAX_STREAMS = 128;
+/** Rapid reset (CVE-2023-44487): streams a client may open and cancel at once, then per second. */
+export const H2_RESET_BURST = 1000;
+export const H2_RESET_RATE = 33;
+
+const H2_OPTIONS: SecureServerOptions = {
+  allowHTTP1: true,
+  settings: {
+    maxConcurrentStreams: H2_MAX_STREAMS,
+    initialWindowSize: H2_STREAM_WINDOW,
+    // HPACK-decoded size (names + values + 32 per field): the HTTP/1.1 head limit, in h2's measure.
+    maxHeaderListSize: MAX_HEADER_BYTES,
+    enablePush: false,
+  },
+  // Past the reset burst nghttp2 stops handing the session's new streams to us; streams refused for
+  // exceeding maxConcurrentStreams, past 100, end the session.
+  streamResetBurst: H2_RESET_BURST,
+  streamResetRate: H2_RESET_RATE,
+  maxSessionRejectedStreams: 100,
+  maxSessionInvalidFrames: 1000,
+};
+
+function offerHttp1Only({ protocols }: { protocols: string[] }): string | undefined {
+  return protocols.includes('http/1.1') ? 'http/1.1' : undefined;
+}
+
+/**
+ * The proxy listener, no framework. With TLS (1.3 only) it speaks HTTP/2 and HTTP/1.1 on one port,
+ * chosen by ALPN (`h2`, `http/1.1`), through node:http2's compatibility API, so one request handler
+ * serves both; plain HTTP (`insecure_http`) is HTTP/1.1 only. Request and response bodies are
+ * streamed through; nothing is parsed beyond the request head. Upstream is HTTP/1.1 keep-alive pools.
  */
 export function createProxyServer(deps: ProxyDeps, options: ProxyServerOptions = {}): ProxyServer {
   const handler = new ProxyHandler(deps);
-  const server: HttpServer = options.tls
-    ? createHttpsServer(
-        {
-          ...HTTP_OPTIONS,
-          key: options.tls.key,
-          cert: options.tls.cert,
-          minVersion: 'TLSv1.3',
-          ALPNProtocols: ['http/1.1'],
-        },
-        handler.handle,
-      )
-    : createHttpServer(HTTP_OPTIONS, handler.handle);
+  const sessions = new Set<ServerHttp2Session>();
+  let server: Server;
+  if (options.tls) {
+    const h2 = createSecureServer({
+      ...HTTP_OPTIONS,
+      ...H2_OPTIONS,
+      // Node sets ALPNProtocols itself for an HTTP/2 server; a callback is the way to offer less.
+      ...(options.http2 === false ? { ALPNCallback: offerHttp1Only } : {}),
+      key: options.tls.key,
+      cert: options.tls.cert,
+      minVersion: 'TLSv1.3',
+    });
+    // @types/node omits Http2ServerResponse#flushHeaders, which Node has had since v8.4.
+    h2.on('request', (req, res) => handler.handle(req, res as unknown as ProxyResponse));
+    h2.on('session', (session: ServerHttp2Session) => {
+      sessions.add(session);
+      session.once('close', () => sessions.delete(session));
+      // The session window starts at 64 KiB whatever SETTINGS say; widen it as soon as it exists.
+      session.setLocalWindowSize(H2_SESSION_WINDOW);
+    });
+    // An idle session is asked to go away; its open streams (a long completion) still finish.
+    h2.setTimeout(IDLE_TIMEOUT_MS);
+    h2.on('timeout', (session: ServerHttp2Session) => session.close());
+    // A peer that breaks the protocol is destroyed by Node; nothing of ours to report.
+    h2.on('sessionError', () => undefined);
+    server = h2;
+  } else {
+    server = createHttpServer(HTTP_OPTIONS, (req, res) => handler.handle(req, res));
+  }
+  const closeIdle = (): void => (server as Server & { closeIdleConnections(): void }).closeIdleConnections();
 
   // Raw sockets from accept, so a drain timeout also ends connections still in the TLS handshake.
   const sockets = new Set<Socket>();
@@ -80,13 +140,14 @@ export function createProxyServer(deps: ProxyDeps, options: ProxyServerOptions =
     close(drainMs) {
       closing ??= (async () => {
         handler.closing = true;
+        // HTTP/2 sessions get GOAWAY here (server.close closes them gracefully: open streams finish).
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-        server.closeIdleConnections();
-        // Responses finishing from now on say `Connection: close` (see handle); this sweeps the
-        // keep-alive sockets they leave idle in between.
-        const sweep = setInterval(() => server.closeIdleConnections(), 50);
+        closeIdle();
+        // HTTP/1.1 responses finishing from now on say `Connection: close` (see handle); this sweeps
+        // the keep-alive sockets they leave idle in between.
+        const sweep = setInterval(closeIdle, 50);
         const deadline = setTimeout(() => {
-          server.closeAllConnections();
+          for (const session of sessions) session.destroy();
           for (const socket of sockets) socket.destroy();
         }, drainMs);
         try {

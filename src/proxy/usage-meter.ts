@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { ProxyRequest } from './exchange-io.js';
 import type { Readable } from 'node:stream';
 import type { TokenRecord } from '../store/records.js';
 import { describeBudget } from '../usage/budget.js';
@@ -70,7 +70,7 @@ export type BudgetAdmission =
 export async function reserveBudget(
   guard: BudgetGuard,
   usage: UsageDeps,
-  req: IncomingMessage,
+  req: ProxyRequest,
   token: TokenRecord,
   provider: string,
   hasBody: boolean,

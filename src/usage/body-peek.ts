@@ -1,4 +1,3 @@
-import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 
 export interface PeekedBody {
@@ -15,7 +14,7 @@ export interface PeekedBody {
  * rest in the stream: at most about `max` bytes (plus one chunk) are held, never the whole body.
  * Resolves null when the client goes away first.
  */
-export function peekBody(req: IncomingMessage, max: number): Promise<PeekedBody | null> {
+export function peekBody(req: Readable, max: number): Promise<PeekedBody | null> {
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -46,7 +45,7 @@ export function peekBody(req: IncomingMessage, max: number): Promise<PeekedBody 
   });
 }
 
-async function* replay(prefix: Buffer, rest: IncomingMessage | null): AsyncGenerator<Buffer> {
+async function* replay(prefix: Buffer, rest: Readable | null): AsyncGenerator<Buffer> {
   if (prefix.length > 0) yield prefix;
   if (rest !== null) for await (const chunk of rest) yield chunk as Buffer;
 }

@@ -42,8 +42,10 @@ export interface ProxyHarness {
   readonly port: number;
   /** PEM of the proxy's certificate, for clients. */
   readonly ca: string;
-  /** Trusts the proxy's certificate. */
+  /** Trusts the proxy's certificate; speaks `protocol` to it. */
   readonly dispatcher: Agent;
+  /** `httpVersion` of every request the proxy listener received, in order (`1.1`, `2.0`). */
+  readonly httpVersions: string[];
   readonly records: RequestLogRecord[];
   readonly unauthorized: UnauthorizedAttempt[];
   /** Events published by the limits (only with `limits`). */
@@ -119,6 +121,10 @@ export interface HarnessOptions {
   readonly usage?: HarnessUsage;
   /** Plan of the harness's own account (default `unlimited`). */
   readonly accountPlan?: PlanName;
+  /** What `send` and `dispatcher` speak to the proxy (default `http/1.1`; `h2` negotiates HTTP/2). */
+  readonly protocol?: Protocol;
+  /** Whether the proxy listener offers HTTP/2 at all (default true). */
+  readonly http2?: boolean;
 }
 
 export interface HarnessUsage {
@@ -128,6 +134,8 @@ export interface HarnessUsage {
   readonly counters?: Counters;
   readonly accountTtlMs?: number;
 }
+export type Protocol = 'http/1.1' | 'h2';
+export const PROTOCOLS: readonly Protocol[] = ['http/1.1', 'h2'];
 
 export interface HarnessLimits {
   readonly plans?: Partial<Record<PlanName, PlanLimits>>;
@@ -276,12 +284,14 @@ export async function startProxyHarness(
       logger,
       now: options.now,
     },
-    { tls: { key: tls.keyPem, cert: tls.certPem } },
+    { tls: { key: tls.keyPem, cert: tls.certPem }, http2: options.http2 },
   );
   proxyRef.current = proxy;
+  const httpVersions: string[] = [];
+  proxy.server.on('request', (req: { httpVersion: string }) => void httpVersions.push(req.httpVersion));
   const port = await proxy.listen('127.0.0.1', 0);
   const url = `https://localhost:${port}`;
-  const dispatcher = new Agent({ connect: { ca: tls.certPem } });
+  const dispatcher = new Agent({ connect: { ca: tls.certPem }, allowH2: options.protocol === 'h2' });
   const own = await createAccount(db.store, 'proxy-tests', options.accountPlan ?? 'unlimited', new Date());
 
   async function apiCall(method: string, url: string, body?: unknown) {
@@ -324,6 +334,7 @@ export async function startProxyHarness(
     port,
     ca: tls.certPem,
     dispatcher,
+    httpVersions,
     records,
     unauthorized,
     events,

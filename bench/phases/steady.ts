@@ -1,0 +1,119 @@
+import { gcSummary } from '../gc.js';
+import { fmt } from '../report.js';
+import type { Scenario } from '../load/types.js';
+import { percentile, round, summarize } from '../stats.js';
+import { log } from '../util.js';
+import type { PhaseContext } from './context.js';
+
+const RATE = 1000;
+const CONNECTIONS = 40;
+/** Issue 17's figure for a stall: a single request this much slower than direct's median. */
+const STALL_MS = 10;
+
+interface Tail {
+  readonly p50: number;
+  readonly p90: number;
+  readonly p99: number;
+  readonly p999: number;
+  readonly max: number;
+  /** Ascending latencies, ms. */
+  readonly sorted: readonly number[];
+}
+
+function tailText(t: Tail): string {
+  return `${fmt(t.p50)} / ${fmt(t.p99)} / ${fmt(t.p999)} / ${fmt(t.max)}`;
+}
+
+function rounded(t: Tail): Record<string, number> {
+  return {
+    p50: round(t.p50, 4),
+    p90: round(t.p90, 4),
+    p99: round(t.p99, 4),
+    p99_9: round(t.p999, 4),
+    max: round(t.max, 4),
+  };
+}
+
+/**
+ * The `steady` phase: the condition of issue 17 — a large closed-loop load first (request-log table
+ * grown, pools and heap aged), then a long fixed-rate run at 1,000 req/s — reporting the tail (p99.9,
+ * max), not only the usual percentiles. Direct and the reference forwarder run the same rate after
+ * it, for the added figures and the CPU comparison.
+ */
+export async function steadyPhase(ctx: PhaseContext): Promise<void> {
+  const { s, b, direct, proxy, forwarder } = ctx;
+  const perConcurrency = Math.round(s.steadyPreloadRequests / s.concurrencies.length);
+  for (const connections of s.concurrencies) {
+    const res = await b.load(proxy, {
+      connections,
+      requests: perConcurrency,
+      // Sizes h2load's time limit only: a closed-loop run ends when its requests are done.
+      durationS: Math.max(10, perConcurrency / 500),
+      warmS: 0,
+    });
+    log(`steady: closed-loop preload c=${connections}: ${res.total} requests, ${res.rps.toFixed(0)} req/s`);
+  }
+  const preload = perConcurrency * s.concurrencies.length;
+  const out: Record<string, unknown> = {
+    rate: RATE,
+    connections: CONNECTIONS,
+    seconds: s.steadyS,
+    preload_requests: preload,
+  };
+  const tails = new Map<Scenario, Tail>();
+  for (const sc of [proxy, direct, forwarder]) {
+    const res = await b.load(sc, {
+      rate: RATE,
+      connections: CONNECTIONS,
+      durationS: s.steadyS,
+      warmS: s.warmS,
+    });
+    const lat = summarize(res.latenciesMs);
+    const sorted = Array.from(Float64Array.from(res.latenciesMs).sort());
+    const tail = {
+      p50: lat.p50,
+      p90: lat.p90,
+      p99: lat.p99,
+      p999: percentile(sorted, 99.9),
+      max: lat.max,
+      sorted,
+    };
+    tails.set(sc, tail);
+    out[sc.name] = {
+      latency: rounded(tail),
+      requests: lat.count,
+      achieved_rps: round(res.rps, 1),
+      cpu_us_per_request: round(res.cpuUsPerRequest, 0),
+      // Only tokenproxy serves /metrics: the others read as no collections.
+      gc: sc.metrics === undefined ? undefined : gcSummary(res.gc, res.total),
+    };
+    log(`steady ${sc.name}: ${lat.count} requests, p99.9 ${fmt(tail.p999)} ms, max ${fmt(lat.max)} ms`);
+  }
+  const d = tails.get(direct);
+  const p = tails.get(proxy);
+  const w = tails.get(forwarder);
+  if (d === undefined || p === undefined || w === undefined) throw new Error('missing result');
+  const stalls = p.sorted.filter((v) => v > d.p50 + STALL_MS).length;
+  out.proxy_requests_over_direct_p50_plus_10ms = stalls;
+  out.added = {
+    p50: round(p.p50 - d.p50, 4),
+    p99: round(p.p99 - d.p99, 4),
+    p99_9: round(p.p999 - d.p999, 4),
+    max: round(p.max - d.max, 4),
+  };
+  out.forwarder_added = {
+    p50: round(w.p50 - d.p50, 4),
+    p99: round(w.p99 - d.p99, 4),
+    p99_9: round(w.p999 - d.p999, 4),
+    max: round(w.max - d.max, 4),
+  };
+  b.results.steady = out;
+  b.row(
+    `steady ${s.steadyS} s @${RATE} req/s after ${preload.toLocaleString('en')} closed-loop, p50/p99/p99.9/max`,
+    tailText(d),
+    tailText(p),
+    `${stalls} over direct p50 + ${STALL_MS} ms`,
+    'ms',
+  );
+  b.row('  reference forwarder, same rate', '', tailText(w), '', 'ms');
+}
