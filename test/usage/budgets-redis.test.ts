@@ -32,118 +32,111 @@ function freePort(): Promise<number> {
   });
 }
 
-describe.skipIf(postgres?.available !== true)(
-  'a budget across two processes with Redis',
-  () => {
-    let mock: MockProvider;
-    let db: OpenedDatabase;
-    let redis: ChildProcess;
-    let servers: ServerProcess[] = [];
-    let dispatcher: Agent;
-    let apiKey: string;
-    const dirs: string[] = [];
+describe.skipIf(postgres?.available !== true)('a budget across two processes with Redis', () => {
+  let mock: MockProvider;
+  let db: OpenedDatabase;
+  let redis: ChildProcess;
+  let servers: ServerProcess[] = [];
+  let dispatcher: Agent;
+  let apiKey: string;
+  const dirs: string[] = [];
 
-    beforeAll(async () => {
-      mock = await startMockProvider();
-      db = await (postgres as NonNullable<typeof postgres>).create();
-      ({ apiKey } = await createAccount(db.store, 'cluster', 'unlimited', new Date()));
-      const redisPort = await freePort();
-      // A Redis of its own: the machine's server is never touched.
-      redis = spawn('redis-server', ['--port', String(redisPort), '--save', '', '--appendonly', 'no'], {
-        stdio: 'ignore',
-      });
-      const work = await mkdtemp(path.join(os.tmpdir(), 'tokenproxy-cluster-'));
-      dirs.push(work);
-      await writeFile(path.join(work, 'ca.pem'), mock.caCertPem);
-      await writeFile(
-        path.join(work, 'config.json'),
-        JSON.stringify({ providers: { openai: { base_url: mock.url, auth: 'bearer' } } }),
-      );
-      const masterKey = randomBytes(32).toString('base64');
-      for (let i = 0; i < 2; i++) {
-        const dataDir = await mkdtemp(path.join(os.tmpdir(), `tokenproxy-cluster-${i}-`));
-        dirs.push(dataDir);
-        servers.push(
-          await startServe(
-            [
-              '--data-dir',
-              dataDir,
-              '--database',
-              db.database as string,
-              '--config',
-              path.join(work, 'config.json'),
-              '--provider-ca',
-              path.join(work, 'ca.pem'),
-              '--redis',
-              `redis://127.0.0.1:${redisPort}`,
-            ],
-            { TOKENPROXY_MASTER_KEY: masterKey },
-          ),
-        );
-      }
-      const ca = await Promise.all(
-        dirs.slice(1).map((d) => readFile(path.join(d, 'tls', 'cert.pem'), 'utf8')),
-      );
-      dispatcher = new Agent({ connect: { ca }, connections: 100 });
-    }, 180_000);
-
-    afterAll(async () => {
-      for (const s of servers) await s.stop();
-      servers = [];
-      if (redis?.pid !== undefined) redis.kill('SIGTERM');
-      await dispatcher?.close();
-      await mock?.close();
-      await db?.cleanup();
-      for (const d of dirs) await rm(d, { recursive: true, force: true });
+  beforeAll(async () => {
+    mock = await startMockProvider();
+    db = await (postgres as NonNullable<typeof postgres>).create();
+    ({ apiKey } = await createAccount(db.store, 'cluster', 'unlimited', new Date()));
+    const redisPort = await freePort();
+    // A Redis of its own: the machine's server is never touched.
+    redis = spawn('redis-server', ['--port', String(redisPort), '--save', '', '--appendonly', 'no'], {
+      stdio: 'ignore',
     });
+    const work = await mkdtemp(path.join(os.tmpdir(), 'tokenproxy-cluster-'));
+    dirs.push(work);
+    await writeFile(path.join(work, 'ca.pem'), mock.caCertPem);
+    await writeFile(
+      path.join(work, 'config.json'),
+      JSON.stringify({ providers: { openai: { base_url: mock.url, auth: 'bearer' } } }),
+    );
+    const masterKey = randomBytes(32).toString('base64');
+    for (let i = 0; i < 2; i++) {
+      const dataDir = await mkdtemp(path.join(os.tmpdir(), `tokenproxy-cluster-${i}-`));
+      dirs.push(dataDir);
+      servers.push(
+        await startServe(
+          [
+            '--data-dir',
+            dataDir,
+            '--database',
+            db.database as string,
+            '--config',
+            path.join(work, 'config.json'),
+            '--provider-ca',
+            path.join(work, 'ca.pem'),
+            '--redis',
+            `redis://127.0.0.1:${redisPort}`,
+          ],
+          { TOKENPROXY_MASTER_KEY: masterKey },
+        ),
+      );
+    }
+    const ca = await Promise.all(dirs.slice(1).map((d) => readFile(path.join(d, 'tls', 'cert.pem'), 'utf8')));
+    dispatcher = new Agent({ connect: { ca }, connections: 100 });
+  }, 180_000);
 
-    it('50 concurrent requests over both processes overshoot a token budget by less than one request', async () => {
-      const budget = 10 * WORST;
-      const [first, second] = servers as [ServerProcess, ServerProcess];
-      const created = await request(`${first.apiUrl}/v1/tokens`, {
-        method: 'POST',
-        dispatcher,
-        headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
-        body: JSON.stringify({
-          name: 'cluster',
-          provider: 'openai',
-          real_key: 'sk-cluster-budget-0000000000',
-          allowed_hosts: ['app.example.com'],
-          budget: { tokens: budget, period: 'day' },
-        }),
-      });
-      expect(created.statusCode).toBe(201);
-      const { sanitized_key: token, token_id: tokenId } = (await created.body.json()) as {
-        sanitized_key: string;
-        token_id: string;
-      };
-      const results = await Promise.all(
-        Array.from({ length: 50 }, async (_, i) => {
-          const res = await request(`${(i % 2 === 0 ? first : second).proxyUrl}/openai/v1/chat/completions`, {
-            method: 'POST',
-            dispatcher,
-            headers: {
-              authorization: `Bearer ${token}`,
-              origin: 'https://app.example.com',
-              'content-type': 'application/json',
-            },
-            body: BODY,
-          });
-          const json = (await res.body.json()) as {
-            usage?: { prompt_tokens: number; completion_tokens: number };
-          };
-          return { status: res.statusCode, json };
-        }),
-      );
-      const ok = results.filter((r) => r.status === 200);
-      expect(ok.length).toBeGreaterThan(0);
-      expect(results.filter((r) => r.status === 429).length).toBeGreaterThan(0);
-      const costs = ok.map(
-        (r) => (r.json.usage?.prompt_tokens ?? 0) + (r.json.usage?.completion_tokens ?? 0),
-      );
-      const spent = costs.reduce((a, b) => a + b, 0);
-      expect(spent).toBeLessThanOrEqual(budget + Math.max(...costs));
-      expect(tokenId).toMatch(/\w/);
+  afterAll(async () => {
+    for (const s of servers) await s.stop();
+    servers = [];
+    if (redis?.pid !== undefined) redis.kill('SIGTERM');
+    await dispatcher?.close();
+    await mock?.close();
+    await db?.cleanup();
+    for (const d of dirs) await rm(d, { recursive: true, force: true });
+  });
+
+  it('50 concurrent requests over both processes overshoot a token budget by less than one request', async () => {
+    const budget = 10 * WORST;
+    const [first, second] = servers as [ServerProcess, ServerProcess];
+    const created = await request(`${first.apiUrl}/v1/tokens`, {
+      method: 'POST',
+      dispatcher,
+      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        name: 'cluster',
+        provider: 'openai',
+        real_key: 'sk-cluster-budget-0000000000',
+        allowed_hosts: ['app.example.com'],
+        budget: { tokens: budget, period: 'day' },
+      }),
     });
-  },
-);
+    expect(created.statusCode).toBe(201);
+    const { sanitized_key: token, token_id: tokenId } = (await created.body.json()) as {
+      sanitized_key: string;
+      token_id: string;
+    };
+    const results = await Promise.all(
+      Array.from({ length: 50 }, async (_, i) => {
+        const res = await request(`${(i % 2 === 0 ? first : second).proxyUrl}/openai/v1/chat/completions`, {
+          method: 'POST',
+          dispatcher,
+          headers: {
+            authorization: `Bearer ${token}`,
+            origin: 'https://app.example.com',
+            'content-type': 'application/json',
+          },
+          body: BODY,
+        });
+        const json = (await res.body.json()) as {
+          usage?: { prompt_tokens: number; completion_tokens: number };
+        };
+        return { status: res.statusCode, json };
+      }),
+    );
+    const ok = results.filter((r) => r.status === 200);
+    expect(ok.length).toBeGreaterThan(0);
+    expect(results.filter((r) => r.status === 429).length).toBeGreaterThan(0);
+    const costs = ok.map((r) => (r.json.usage?.prompt_tokens ?? 0) + (r.json.usage?.completion_tokens ?? 0));
+    const spent = costs.reduce((a, b) => a + b, 0);
+    expect(spent).toBeLessThanOrEqual(budget + Math.max(...costs));
+    expect(tokenId).toMatch(/\w/);
+  });
+});
