@@ -74,6 +74,18 @@ const AccountObjectSchema = Type.Object({
   usage: Type.Object({ period_start: Timestamp, requests: Type.Integer(), active_tokens: Type.Integer() }),
   alert_email: Type.Union([Type.String(), Type.Null()]),
   created_at: Timestamp,
+  retention: Type.Object(
+    {
+      logs: Type.String({
+        description:
+          'how long request-log records, anomalies and finished events are kept: "30d", or "forever"',
+      }),
+      rollups: Type.String({
+        description: 'how long the per-hour usage rollups are kept: "400d", or "forever"',
+      }),
+    },
+    { description: 'the server settings log_retention and rollup_retention' },
+  ),
 });
 
 const ProviderObjectSchema = Type.Object({

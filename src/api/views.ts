@@ -64,6 +64,7 @@ export function accountView(
   usage: { requests: number; activeTokens: number },
   limits: PlanLimits,
   now: Date,
+  retention: { readonly logs: string; readonly rollups: string } = DEFAULT_RETENTION,
 ): Static<typeof AccountObject> {
   return {
     account_id: account.id,
@@ -77,8 +78,11 @@ export function accountView(
     },
     alert_email: account.alertEmail,
     created_at: account.createdAt,
+    retention: { logs: retention.logs, rollups: retention.rollups },
   };
 }
+
+const DEFAULT_RETENTION = { logs: '30d', rollups: '400d' } as const;
 
 export function providerView(provider: Provider, proxyUrl: string): Static<typeof ProviderObject> {
   return {

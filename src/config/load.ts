@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { PROVIDER_ID_PATTERN, parseProviderAuth, type Provider } from '../providers/providers.js';
 import { PLANS, type PlanLimits } from '../accounts/plans.js';
 import { parseDuration } from '../rules/duration.js';
+import { parseRetentionPeriod, type Retention } from '../rules/retention-period.js';
 import { parseTrustProxy } from '../rules/ip-match.js';
 import { PLAN_NAMES, type PlanName } from '../store/records.js';
 import { ConfigError } from './config-error.js';
@@ -55,6 +56,9 @@ export interface Config {
   readonly anomalyMinRequests: number;
   readonly anomalyDistinctIps: number;
   readonly anomalyWarmupMs: number;
+  /** How long history is kept (src/retention): request logs, anomalies, finished events; rollups. */
+  readonly logRetention: Retention;
+  readonly rollupRetention: Retention;
   /** Where each setting came from, for the start-up banner. Values of secret settings are not kept. */
   readonly sources: Readonly<Record<SettingName, Source>>;
 }
@@ -126,6 +130,13 @@ function parsePlans(raw: unknown, path: string | undefined): Record<PlanName, Pl
     };
   }
   return plans;
+}
+
+function retention(name: string, text: string): Retention {
+  const parsed = parseRetentionPeriod(text);
+  // The setting's pattern admits only these forms; the range is checked here.
+  if (!parsed.ok) throw new ConfigError(`Setting "${name}" ${JSON.stringify(text)}: ${parsed.message}.`);
+  return { ms: parsed.ms, text: parsed.canonical };
 }
 
 function retrySchedule(text: string): number[] {
@@ -225,6 +236,8 @@ export function loadConfig(input: ConfigInput): Config {
     anomalyMinRequests: values.anomaly_min_requests as number,
     anomalyDistinctIps: values.anomaly_distinct_ips as number,
     anomalyWarmupMs: values.anomaly_warmup as number,
+    logRetention: retention('log_retention', values.log_retention as string),
+    rollupRetention: retention('rollup_retention', values.rollup_retention as string),
     sources: sources as Record<SettingName, Source>,
   };
   return deepFreeze(config);

@@ -19,6 +19,7 @@ import { octal, prepareDataDir } from './data-dir.js';
 import { acquireInstanceLock } from './instance-lock.js';
 import { bindError, preflight } from './preflight.js';
 import { VERSION } from '../version.js';
+import { startRetentionWorker, type RetentionWorker } from '../retention/retention-worker.js';
 
 export interface RunningServer {
   readonly apiUrl: string;
@@ -32,6 +33,8 @@ export interface RunningServer {
   readonly store: Store;
   /** The events subsystem: `events.publisher` records events in the outbox. */
   readonly events: RunningEvents;
+  /** Deletes history past `log_retention` / `rollup_retention`, on its own thread. */
+  readonly retention: RetentionWorker;
   /** Stops accepting, lets in-flight requests finish up to the drain timeout, closes the store. */
   close(): Promise<void>;
 }
@@ -109,6 +112,12 @@ async function startLocked(
     stdout: config.logRequests ? (line) => void process.stdout.write(line) : undefined,
   });
   started.push(() => logWorker.close());
+  const policy = { logs: config.logRetention, rollups: config.rollupRetention };
+  const retention = startRetentionWorker(
+    { database: config.database, dataDir: config.dataDir, policy },
+    logger,
+  );
+  started.push(() => retention.close());
   const { requestLog, anomalies } = logWorker;
   // Events (src/events): the durable outbox, its delivery worker (webhooks, e-mail) and the expiry
   // sweeper. The public addresses are read lazily: they are known only once the listeners are bound.
@@ -175,6 +184,7 @@ async function startLocked(
       onEventsCommitted: () => events.nudge(),
       allowPrivateWebhooks: config.allowPrivateWebhooks,
       publicApiUrl: config.publicApiUrl,
+      retention: { logs: config.logRetention.text, rollups: config.rollupRetention.text },
     },
     {
       logger,
@@ -227,6 +237,7 @@ async function startLocked(
     publicProxyUrl,
     store,
     events,
+    retention,
     close() {
       closing ??= (async () => {
         const drained = Promise.all([api.close(), proxy.close(config.drainTimeoutMs)]);

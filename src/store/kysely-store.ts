@@ -8,6 +8,7 @@ import { KyselyIdempotencyRepo } from './kysely/idempotency.js';
 import { KyselyKekRepo } from './kysely/kek-versions.js';
 import { KyselyKeyRepo } from './kysely/keys.js';
 import { KyselyAnomalyRepo, KyselyRequestLogRepo } from './kysely/logs.js';
+import { KyselyRetentionRepo } from './kysely/retention.js';
 import { KyselySessionRepo } from './kysely/sessions.js';
 import { KyselyTokenRepo } from './kysely/tokens.js';
 import { KyselyUsageRollupRepo } from './kysely/usage-rollups.js';
@@ -31,6 +32,7 @@ export class KyselyStore implements Store {
   readonly keks: KyselyKekRepo;
   readonly sessions: KyselySessionRepo;
   readonly usageRollups: KyselyUsageRollupRepo;
+  readonly retention: KyselyRetentionRepo;
   private closing: Promise<void> | undefined;
 
   constructor(
@@ -51,6 +53,7 @@ export class KyselyStore implements Store {
     this.keks = new KyselyKekRepo(ctx);
     this.sessions = new KyselySessionRepo(ctx);
     this.usageRollups = new KyselyUsageRollupRepo(ctx);
+    this.retention = new KyselyRetentionRepo(ctx);
   }
 
   async ping(): Promise<void> {

@@ -189,6 +189,20 @@ export interface UsageRollupsTable {
   requests: number;
 }
 
+/** One attempt of a webhook delivery (migration 0013). */
+export interface DeliveryAttemptsTable {
+  delivery_id: string;
+  /** 1 for the first attempt. */
+  attempt: number;
+  account_id: string;
+  attempted_at: string;
+  /** The receiver's HTTP status; null when no answer came (timeout, connection, DNS, refused). */
+  status_code: number | null;
+  duration_ms: number;
+  /** Null on success; else `http_status`, `timeout`, `connection`, `dns`, `refused` or `other`. */
+  error_class: string | null;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -204,6 +218,7 @@ export interface Database {
   kek_versions: KekVersionsTable;
   dashboard_sessions: DashboardSessionsTable;
   usage_rollups: UsageRollupsTable;
+  delivery_attempts: DeliveryAttemptsTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;

@@ -15,6 +15,7 @@ import type {
   TokenStatus,
 } from './records.js';
 import type { DeliveryRecord, SessionRepo, UsageRollupRepo } from './dashboard-records.js';
+import type { RetentionRepo } from './retention-records.js';
 
 /**
  * The data layer: one interface, implemented once on Kysely for SQLite and PostgreSQL
@@ -35,6 +36,7 @@ export interface Store {
   readonly keks: KekRepo;
   readonly sessions: SessionRepo;
   readonly usageRollups: UsageRollupRepo;
+  readonly retention: RetentionRepo;
   /** Resolves when the database answers a trivial query; rejects with StoreUnavailableError. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -67,6 +67,10 @@ async function openFile(dataDir: string, file: string, logWriter: boolean): Prom
   await (await open(file, 'a', 0o600)).close();
   const db = new SqliteDatabase(file, { timeout: BUSY_TIMEOUT_MS });
   try {
+    // Before any table exists this makes a new file return the pages retention frees to the file
+    // system (`incremental_vacuum`); on an existing file it only takes effect after one VACUUM
+    // (docs/operations.md), and until then freed pages are reused by new rows.
+    db.pragma('auto_vacuum = INCREMENTAL');
     db.pragma('journal_mode = WAL');
     db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     db.pragma('foreign_keys = ON');
