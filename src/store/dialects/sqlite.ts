@@ -104,6 +104,7 @@ export function sqliteFilePath(dataDir: string): string {
 
 export function createDatabase(options: SqliteOptions): DialectDatabase {
   const file = sqliteFilePath(options.dataDir);
+  let raw: SqliteDatabase.Database | undefined;
   const dialect: DialectSupport = {
     name: 'sqlite',
     target: file,
@@ -114,10 +115,20 @@ export function createDatabase(options: SqliteOptions): DialectDatabase {
       // The WAL still holds the page images written before the deletion; fold it into the main file.
       await sql`pragma wal_checkpoint(TRUNCATE)`.execute(db);
     },
+    async incrementalVacuum(db: Kysely<Database>, pages: number): Promise<void> {
+      // Through Kysely the pragma is stepped once, which frees one page; better-sqlite3's pragma()
+      // runs it to the end. Holding Kysely's connection keeps it out of anyone's transaction.
+      await db.connection().execute(() => {
+        raw?.pragma(`incremental_vacuum(${Math.max(1, Math.floor(pages))})`);
+        return Promise.resolve();
+      });
+    },
   };
   const inner = new TokenproxySqliteDialect({
-    database: async () =>
-      withStatementCache(await openFile(options.dataDir, file, options.logWriter === true)),
+    database: async () => {
+      raw = await openFile(options.dataDir, file, options.logWriter === true);
+      return withStatementCache(raw);
+    },
   });
   const db = new Kysely<Database>({
     dialect: guardDialect(inner, { isConnectionFailure, describe: `SQLite database ${file}`, secrets: [] }),

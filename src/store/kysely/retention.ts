@@ -96,14 +96,14 @@ export class KyselyRetentionRepo implements RetentionRepo {
 
   async reclaimSpace(maxPages: number): Promise<SpaceReclaim> {
     const { db, dialect } = this.ctx;
-    if (dialect.name !== 'sqlite') return { kind: 'not_needed' };
+    if (dialect.incrementalVacuum === undefined) return { kind: 'not_needed' };
     const mode = await sql<{ auto_vacuum: number }>`pragma auto_vacuum`.execute(db);
     const free = async () =>
       (await sql<{ freelist_count: number }>`pragma freelist_count`.execute(db)).rows[0]?.freelist_count ?? 0;
     const before = await free();
     if (before === 0) return { kind: 'not_needed' };
     if (mode.rows[0]?.auto_vacuum !== INCREMENTAL) return { kind: 'needs_vacuum', freePages: before };
-    await sql`pragma incremental_vacuum(${sql.lit(Math.max(1, Math.floor(maxPages)))})`.execute(db);
+    await dialect.incrementalVacuum(db, maxPages);
     const after = await free();
     return { kind: 'reclaimed', pages: before - after, freePagesLeft: after };
   }
