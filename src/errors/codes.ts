@@ -43,6 +43,8 @@ export const ERROR_CODES = {
   token_not_found: { status: 404, type: 'not_found' },
   key_not_found: { status: 404, type: 'not_found' },
   webhook_not_found: { status: 404, type: 'not_found' },
+  request_log_not_found: { status: 404, type: 'not_found' },
+  event_not_found: { status: 404, type: 'not_found' },
   key_deleted: { status: 409, type: 'conflict' },
 
   // Idempotency-Key on POST routes (management API)

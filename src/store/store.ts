@@ -218,6 +218,11 @@ export interface RequestLogFilter {
   readonly authorized?: boolean | undefined;
   /** Inclusive range of HTTP statuses (one status: both ends equal). */
   readonly status?: readonly [number, number] | undefined;
+  /** Inclusive lower and exclusive upper bound on `timestamp` (ISO text). */
+  readonly since?: string | undefined;
+  readonly until?: string | undefined;
+  readonly errorCode?: string | undefined;
+  readonly ip?: string | undefined;
 }
 
 export interface RequestLogRepo {
@@ -225,6 +230,8 @@ export interface RequestLogRepo {
   insertMany(entries: readonly RequestLogEntry[]): Promise<void>;
   /** The account's records, newest first; `page.after.createdAt` is a record's `timestamp`. */
   list(accountId: string, filter: RequestLogFilter, page: PageQuery): Promise<Page<RequestLogEntry>>;
+  /** One of the account's records by request id (`x-tokenproxy-request-id`). */
+  get(accountId: string, requestId: string): Promise<RequestLogEntry | undefined>;
 }
 
 export interface AnomalyRepo {
