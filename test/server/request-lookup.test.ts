@@ -114,7 +114,7 @@ describe('finding what happened to a request from its request id', () => {
       .filter((line) => line.request_id === requestId);
     expect(warn).toHaveLength(1);
     expect(warn[0]).toMatchObject({
-      level: 40,
+      level: 'warn',
       msg: 'upstream request failed',
       provider: 'down',
       status: 502,
