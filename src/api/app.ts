@@ -29,6 +29,7 @@ import { authenticateRequest } from './session/request-auth.js';
 import { DashboardSessions } from './session/sessions.js';
 import { tokenRoutes } from './routes/tokens.js';
 import { webhookRoutes } from './routes/webhooks.js';
+import { webhookToolRoutes } from './routes/webhook-tools.js';
 import { SHARED_SCHEMAS } from './schemas.js';
 
 export interface ApiAppOptions {
@@ -225,6 +226,7 @@ export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promis
       logRoutes(api, deps);
       anomalyRoutes(api, deps);
       webhookRoutes(api, deps);
+      webhookToolRoutes(api, deps);
       eventRoutes(api, deps);
       done();
     },

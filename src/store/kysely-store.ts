@@ -9,6 +9,7 @@ import { KyselyKekRepo } from './kysely/kek-versions.js';
 import { KyselyKeyRepo } from './kysely/keys.js';
 import { KyselyAnomalyRepo, KyselyRequestLogRepo } from './kysely/logs.js';
 import { KyselyRetentionRepo } from './kysely/retention.js';
+import { KyselyWebhookToolRepo } from './kysely/webhook-tools.js';
 import { KyselySessionRepo } from './kysely/sessions.js';
 import { KyselyTokenRepo } from './kysely/tokens.js';
 import { KyselyUsageRollupRepo } from './kysely/usage-rollups.js';
@@ -33,6 +34,7 @@ export class KyselyStore implements Store {
   readonly sessions: KyselySessionRepo;
   readonly usageRollups: KyselyUsageRollupRepo;
   readonly retention: KyselyRetentionRepo;
+  readonly webhookTools: KyselyWebhookToolRepo;
   private closing: Promise<void> | undefined;
 
   constructor(
@@ -54,6 +56,7 @@ export class KyselyStore implements Store {
     this.sessions = new KyselySessionRepo(ctx);
     this.usageRollups = new KyselyUsageRollupRepo(ctx);
     this.retention = new KyselyRetentionRepo(ctx);
+    this.webhookTools = new KyselyWebhookToolRepo(ctx);
   }
 
   async ping(): Promise<void> {

@@ -16,6 +16,7 @@ import type {
 } from './records.js';
 import type { DeliveryRecord, SessionRepo, UsageRollupRepo } from './dashboard-records.js';
 import type { RetentionRepo } from './retention-records.js';
+import type { AttemptErrorClass, WebhookToolRepo } from './webhook-tool-records.js';
 
 /**
  * The data layer: one interface, implemented once on Kysely for SQLite and PostgreSQL
@@ -37,6 +38,7 @@ export interface Store {
   readonly sessions: SessionRepo;
   readonly usageRollups: UsageRollupRepo;
   readonly retention: RetentionRepo;
+  readonly webhookTools: WebhookToolRepo;
   /** Resolves when the database answers a trivial query; rejects with StoreUnavailableError. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -324,11 +326,22 @@ export interface WebhookRepo {
 }
 
 /** What happened to one delivery attempt. */
-export type DeliveryOutcome =
+export type DeliveryOutcome = (
   | { readonly kind: 'delivered'; readonly at: string }
   | { readonly kind: 'retry'; readonly at: string; readonly nextAttemptAt: string; readonly error: string }
   /** No attempt left, or nothing to deliver to any more (endpoint deleted or disabled). */
-  | { readonly kind: 'failed'; readonly at: string; readonly error: string };
+  | { readonly kind: 'failed'; readonly at: string; readonly error: string }
+) & {
+  /** The request made, recorded as an attempt of a webhook delivery (none when nothing was sent). */
+  readonly attempt?: AttemptFacts | undefined;
+};
+
+export interface AttemptFacts {
+  readonly startedAt: string;
+  readonly statusCode: number | null;
+  readonly durationMs: number;
+  readonly errorClass: AttemptErrorClass | null;
+}
 
 export interface DisablePolicy {
   /** An endpoint failing since at or before this instant is disabled. */

@@ -13,7 +13,16 @@ import {
   type ProviderJson,
 } from './helpers.js';
 
-const ACCOUNT_FIELDS = ['account_id', 'alert_email', 'created_at', 'limits', 'name', 'plan', 'usage'];
+const ACCOUNT_FIELDS = [
+  'account_id',
+  'alert_email',
+  'created_at',
+  'limits',
+  'name',
+  'plan',
+  'retention',
+  'usage',
+];
 
 const CUSTOM: Provider = {
   id: 'acme',

@@ -160,7 +160,7 @@ for (const fixture of databases) {
         await c.request('GET', `/v1/logs/${theirs.id}`),
         404,
         'request_log_not_found',
-        'request_id',
+        'id',
       );
       expectError(
         await c.request('GET', '/v1/logs/req_1111111111111111111111'),

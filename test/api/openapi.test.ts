@@ -59,6 +59,10 @@ const EXPECTED = [
   'GET /webhooks/{id}',
   'DELETE /webhooks/{id}',
   'GET /events',
+  'GET /logs/{id}',
+  'PATCH /webhooks/{id}',
+  'POST /webhooks/{id}/test',
+  'POST /events/{id}/redeliver',
 ].sort();
 
 /**
@@ -165,6 +169,7 @@ for (const fixture of databases) {
           'POST /keys/{id}/rotate',
           'PATCH /account',
           'POST /webhooks',
+          'PATCH /webhooks/{id}',
         ].sort(),
       );
     });

@@ -85,18 +85,20 @@ export function logRoutes(app: ApiServer, deps: ApiDeps): void {
   );
 
   app.get(
-    '/logs/:request_id',
+    '/logs/:id',
     {
       schema: {
         tags: ['logs'],
         operationId: 'getLog',
         summary: 'One request-log record, by the request id the caller got in x-tokenproxy-request-id',
-        params: Type.Object({ request_id: Type.String() }),
+        params: Type.Object({
+          id: Type.String({ description: 'the request id (req_…) from the x-tokenproxy-request-id header' }),
+        }),
         response: { 200: RequestLogObject },
       },
     },
     async (request) => {
-      const id = request.params.request_id;
+      const { id } = request.params;
       const entry = id.startsWith(REQUEST_ID_PREFIX)
         ? await deps.store.requestLogs.get(request.account.id, id)
         : undefined;
@@ -104,7 +106,7 @@ export function logRoutes(app: ApiServer, deps: ApiDeps): void {
         throw new TokenProxyError(
           'request_log_not_found',
           `No request-log record with id ${JSON.stringify(id.slice(0, 60))} in your account. Request ids start with "req_" (the x-tokenproxy-request-id response header); records are kept for log_retention (GET /v1/account shows it) and are stored a moment after the request.`,
-          { param: 'request_id' },
+          { param: 'id' },
         );
       }
       return requestLogView(entry);

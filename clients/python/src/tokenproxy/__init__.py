@@ -32,6 +32,7 @@ from ._errors import (
 from ._models import (
     Account,
     AccountLimits,
+    AccountRetention,
     AccountUsage,
     Anomaly,
     CreatedToken,
@@ -46,6 +47,8 @@ from ._models import (
     Usage,
     UsageBucket,
     Webhook,
+    WebhookTest,
+    Redelivery,
 )
 from ._pagination import Page
 from ._routes import ID_FIELDS, ROUTES
@@ -79,7 +82,10 @@ __all__ = [
     "WebhookVerificationError",
     "Account",
     "AccountLimits",
+    "AccountRetention",
     "AccountUsage",
+    "WebhookTest",
+    "Redelivery",
     "Anomaly",
     "CreatedToken",
     "CreatedWebhook",

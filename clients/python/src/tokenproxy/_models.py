@@ -96,6 +96,14 @@ class AccountUsage:
 
 
 @dataclass(frozen=True)
+class AccountRetention:
+    #: The server's ``log_retention``: ``"30d"``, or ``"forever"``.
+    logs: str
+    #: The server's ``rollup_retention``.
+    rollups: str
+
+
+@dataclass(frozen=True)
 class Account:
     id: str
     name: str
@@ -104,8 +112,9 @@ class Account:
     usage: AccountUsage
     alert_email: Optional[str]
     created_at: str
+    retention: Optional[AccountRetention] = None
 
-    _nested = {"limits": AccountLimits, "usage": AccountUsage}
+    _nested = {"limits": AccountLimits, "usage": AccountUsage, "retention": AccountRetention}
 
 
 @dataclass(frozen=True)
@@ -196,6 +205,26 @@ class Delivery:
     last_error: Optional[str]
     created_at: str
     completed_at: Optional[str]
+    #: Each attempt, oldest first, as dicts with ``attempt``, ``attempted_at``, ``status_code``,
+    #: ``duration_ms`` and ``error_class`` (None on success). Never a response body.
+    attempt_log: Optional[List[Dict[str, Any]]] = None
+
+
+@dataclass(frozen=True)
+class WebhookTest:
+    """What POST /v1/webhooks/:id/test queued: the ``ping`` event and its delivery."""
+
+    event_id: str
+    delivery_id: str
+
+
+@dataclass(frozen=True)
+class Redelivery:
+    """What POST /v1/events/:id/redeliver queued: one delivery per endpoint (dicts with
+    ``delivery_id`` and ``webhook_id``)."""
+
+    event_id: str
+    deliveries: List[Dict[str, str]]
 
 
 @dataclass(frozen=True)
