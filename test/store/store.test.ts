@@ -434,6 +434,7 @@ for (const fixture of databases) {
           '0007_kek_versions',
           '0008_dashboard_sessions',
           '0009_usage_rollups',
+          '0013_retention_and_lookups',
         ]);
         expect(await first.migrateToLatest()).toEqual([]);
         await first.close();
