@@ -156,12 +156,7 @@ for (const fixture of databases) {
       expect(found).toMatchObject({ request_id: entry.id, status: 502, error_code: 'upstream_unreachable' });
       const listed = ok<ListJson<LogJson>>(await c.request('GET', `/v1/logs?since=${ts(7)}`)).data[0];
       expect(found).toEqual(listed);
-      expectError(
-        await c.request('GET', `/v1/logs/${theirs.id}`),
-        404,
-        'request_log_not_found',
-        'id',
-      );
+      expectError(await c.request('GET', `/v1/logs/${theirs.id}`), 404, 'request_log_not_found', 'id');
       expectError(
         await c.request('GET', '/v1/logs/req_1111111111111111111111'),
         404,
