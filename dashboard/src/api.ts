@@ -172,6 +172,13 @@ export interface Delivery {
   last_error: string | null;
   created_at: string;
   completed_at: string | null;
+  attempt_log: {
+    attempt: number;
+    attempted_at: string;
+    status_code: number | null;
+    duration_ms: number;
+    error_class: string | null;
+  }[];
 }
 
 export interface Provider {

@@ -31,6 +31,7 @@ import { authenticateRequest, requireScope, type Caller } from './session/reques
 import { DashboardSessions } from './session/sessions.js';
 import { tokenRoutes } from './routes/tokens.js';
 import { webhookRoutes } from './routes/webhooks.js';
+import { webhookToolRoutes } from './routes/webhook-tools.js';
 import { SHARED_SCHEMAS } from './schemas.js';
 
 export interface ApiAppOptions {
@@ -231,6 +232,7 @@ export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promis
       logRoutes(api, deps);
       anomalyRoutes(api, deps);
       webhookRoutes(api, deps);
+      webhookToolRoutes(api, deps);
       eventRoutes(api, deps);
       apiKeyRoutes(api, deps);
       auditRoutes(api, deps);

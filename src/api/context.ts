@@ -42,6 +42,8 @@ export interface ApiDeps {
   readonly degraded?: (() => readonly string[]) | undefined;
   /** Resolves webhook host names for the creation-time address check (tests inject one). */
   readonly resolveWebhookHost?: HostResolver | undefined;
+  /** `log_retention` and `rollup_retention` as `GET /v1/account` shows them (default 30d, 400d). */
+  readonly retention?: { readonly logs: string; readonly rollups: string } | undefined;
 }
 
 export type ApiServer = FastifyInstance<

@@ -90,6 +90,18 @@ const AccountObjectSchema = Type.Object({
   budget: Type.Union([BudgetSchema, Type.Null()], {
     description: 'spend cap over all the tokens of the account',
   }),
+  retention: Type.Object(
+    {
+      logs: Type.String({
+        description:
+          'how long request-log records, anomalies and finished events are kept: "30d", or "forever"',
+      }),
+      rollups: Type.String({
+        description: 'how long the per-hour usage rollups are kept: "400d", or "forever"',
+      }),
+    },
+    { description: 'the server settings log_retention and rollup_retention' },
+  ),
 });
 
 const ProviderObjectSchema = Type.Object({

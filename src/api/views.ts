@@ -65,6 +65,7 @@ export function accountView(
   usage: { requests: number; activeTokens: number },
   limits: PlanLimits,
   now: Date,
+  retention: { readonly logs: string; readonly rollups: string } = DEFAULT_RETENTION,
 ): Static<typeof AccountObject> {
   return {
     account_id: account.id,
@@ -79,8 +80,11 @@ export function accountView(
     alert_email: account.alertEmail,
     created_at: account.createdAt,
     budget: account.budget ?? null,
+    retention: { logs: retention.logs, rollups: retention.rollups },
   };
 }
+
+const DEFAULT_RETENTION = { logs: '30d', rollups: '400d' } as const;
 
 export function providerView(provider: Provider, proxyUrl: string): Static<typeof ProviderObject> {
   return {

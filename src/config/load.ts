@@ -6,6 +6,7 @@ import { PROVIDER_ID_PATTERN, parseProviderAuth, type Provider } from '../provid
 import type { PlanTable } from '../accounts/plans.js';
 import { parsePlans } from '../accounts/plan-config.js';
 import { parseDuration } from '../rules/duration.js';
+import { parseRetentionPeriod, type Retention } from '../rules/retention-period.js';
 import { parseTrustProxy } from '../rules/ip-match.js';
 import { loadDefaultPrices, mergePrices, parsePrices, type PriceData } from '../usage/prices.js';
 import { ConfigError } from './config-error.js';
@@ -67,6 +68,9 @@ export interface Config {
   readonly prices: PriceData;
   /** Output tokens a budgeted request reserves when its body names no maximum. */
   readonly budgetDefaultReservation: number;
+  /** How long history is kept (src/retention): request logs, anomalies, finished events; rollups. */
+  readonly logRetention: Retention;
+  readonly rollupRetention: Retention;
   /** Where each setting came from, for the start-up banner. Values of secret settings are not kept. */
   readonly sources: Readonly<Record<SettingName, Source>>;
 }
@@ -100,6 +104,13 @@ const fileProviderSchema = z.strictObject({
 const SETTING_NAMES = new Set<string>(SETTINGS.map((s) => s.name));
 /** Structured keys that only the config file can hold. */
 const FILE_ONLY_KEYS = new Set(['providers', 'plans', 'prices']);
+
+function retention(name: string, text: string): Retention {
+  const parsed = parseRetentionPeriod(text);
+  // The setting's pattern admits only these forms; the range is checked here.
+  if (!parsed.ok) throw new ConfigError(`Setting "${name}" ${JSON.stringify(text)}: ${parsed.message}.`);
+  return { ms: parsed.ms, text: parsed.canonical };
+}
 
 function retrySchedule(text: string): number[] {
   return text.split(',').map((part) => {
@@ -203,6 +214,8 @@ export function loadConfig(input: ConfigInput): Config {
     redisCa: redisCaFrom(values),
     prices: pricesFrom(file.prices, input.configFile),
     budgetDefaultReservation: values.budget_default_reservation as number,
+    logRetention: retention('log_retention', values.log_retention as string),
+    rollupRetention: retention('rollup_retention', values.rollup_retention as string),
     sources: sources as Record<SettingName, Source>,
   };
   return deepFreeze(config);

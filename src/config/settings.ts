@@ -255,6 +255,29 @@ export const SETTINGS = [
     description:
       'PEM file of extra CAs trusted for a `rediss://` Redis (like `provider_ca`). Public CAs stay trusted.',
   },
+  // ---- retention: how long history is kept (docs/operations.md) ----
+  {
+    name: 'log_retention',
+    kind: {
+      type: 'string',
+      pattern: /^\s*(forever|[1-9][0-9]{0,6} ?(h|hours?|d|days?))\s*$/i,
+      accepted: 'a whole number of hours or days such as 48h, 30d or 400 days, or forever',
+    },
+    default: '30d',
+    description:
+      'How long request-log records, anomalies and delivered or failed events are kept; older ones are deleted in small batches. `forever` keeps them.',
+  },
+  {
+    name: 'rollup_retention',
+    kind: {
+      type: 'string',
+      pattern: /^\s*(forever|[1-9][0-9]{0,6} ?(h|hours?|d|days?))\s*$/i,
+      accepted: 'a whole number of hours or days such as 48h, 30d or 400 days, or forever',
+    },
+    default: '400d',
+    description:
+      'How long the per-hour usage rollups behind the dashboard Overview are kept. `forever` keeps them.',
+  },
   // ---- limits: anomaly detection on authorized traffic (docs/limits.md) ----
   {
     name: 'anomaly_spike_factor',

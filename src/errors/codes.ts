@@ -46,7 +46,10 @@ export const ERROR_CODES = {
   key_not_found: { status: 404, type: 'not_found' },
   webhook_not_found: { status: 404, type: 'not_found' },
   api_key_not_found: { status: 404, type: 'not_found' },
+  request_log_not_found: { status: 404, type: 'not_found' },
+  event_not_found: { status: 404, type: 'not_found' },
   key_deleted: { status: 409, type: 'conflict' },
+  webhook_disabled: { status: 409, type: 'conflict' },
 
   // Idempotency-Key on POST routes (management API)
   idempotency_conflict: { status: 409, type: 'conflict' },

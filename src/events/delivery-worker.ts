@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { ClaimedDelivery } from '../store/records.js';
 import type { ClaimFilter, DeliveryOutcome, DisablePolicy, Store } from '../store/store.js';
@@ -152,11 +153,14 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
 
   async function run(delivery: ClaimedDelivery): Promise<void> {
     let result: AttemptResult & { permanent?: boolean };
+    const startedAt = options.now();
+    const started = performance.now();
     try {
       result = await options.send(delivery);
     } catch (err) {
-      result = { ok: false, error: err instanceof Error ? err.message : 'send failed' };
+      result = { ok: false, error: err instanceof Error ? err.message : 'send failed', errorClass: 'other' };
     }
+    const durationMs = performance.now() - started;
     const at = options.now();
     const attempt = delivery.attempts + 1;
     const delay = options.retrySchedule[delivery.attempts];
@@ -171,6 +175,18 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
         nextAttemptAt: new Date(at.getTime() + delay).toISOString(),
         error: result.error,
       };
+    const sent = result.statusCode !== undefined || (!result.ok && result.errorClass !== undefined);
+    if (sent && delivery.channel === 'webhook') {
+      outcome = {
+        ...outcome,
+        attempt: {
+          startedAt: startedAt.toISOString(),
+          statusCode: result.statusCode ?? null,
+          durationMs,
+          errorClass: result.ok ? null : (result.errorClass ?? 'other'),
+        },
+      };
+    }
     const fields = {
       delivery_id: delivery.id,
       event_id: delivery.event.id,

@@ -10,7 +10,20 @@ import {
 } from './address-guard.js';
 import { webhookHeaders } from './webhook-signer.js';
 
-export type AttemptResult = { readonly ok: true } | { readonly ok: false; readonly error: string };
+import type { AttemptErrorClass } from '../store/webhook-tool-records.js';
+
+/**
+ * An attempt's result. `statusCode` and `errorClass` are set when a request was made (they become
+ * the attempt's record in GET /v1/webhooks/:id/deliveries); a result without either sent nothing.
+ */
+export type AttemptResult =
+  | { readonly ok: true; readonly statusCode?: number | undefined }
+  | {
+      readonly ok: false;
+      readonly error: string;
+      readonly statusCode?: number | undefined;
+      readonly errorClass?: AttemptErrorClass | undefined;
+    };
 
 export interface WebhookSenderOptions {
   readonly allowPrivate: boolean;
@@ -41,17 +54,22 @@ export async function sendWebhook(
   // http:// was only ever accepted with allow_private_webhooks; turning that off stops plain-text
   // deliveries to endpoints created while it was on.
   if (target.protocol !== 'https:' && !options.allowPrivate) {
-    return { ok: false, error: 'refused: plain http is allowed only with allow_private_webhooks' };
+    return {
+      ok: false,
+      error: 'refused: plain http is allowed only with allow_private_webhooks',
+      errorClass: 'refused',
+    };
   }
   const deadline = AbortSignal.timeout(options.timeoutMs);
   let address: string;
   try {
     address = (await resolveDeliveryAddress(target, options)).address;
   } catch (error) {
-    if (error instanceof AddressRefusedError) return { ok: false, error: `refused: ${error.message}` };
-    return { ok: false, error: `DNS lookup failed: ${errorCode(error)}` };
+    if (error instanceof AddressRefusedError)
+      return { ok: false, error: `refused: ${error.message}`, errorClass: 'refused' };
+    return { ok: false, error: `DNS lookup failed: ${errorCode(error)}`, errorClass: 'dns' };
   }
-  if (deadline.aborted) return { ok: false, error: 'timed out' };
+  if (deadline.aborted) return { ok: false, error: 'timed out', errorClass: 'timeout' };
   const body = eventBody(event);
   const hostname = urlHostname(target);
   const request = target.protocol === 'https:' ? httpsRequest : httpRequest;
@@ -83,7 +101,7 @@ export async function sendWebhook(
     });
     const onAbort = (): void => {
       req.destroy();
-      finish({ ok: false, error: 'timed out' });
+      finish({ ok: false, error: 'timed out', errorClass: 'timeout' });
     };
     deadline.addEventListener('abort', onAbort, { once: true });
     req.on('response', (res: IncomingMessage) => {
@@ -91,9 +109,15 @@ export async function sendWebhook(
       // The answer's body means nothing to us; read it away so the connection closes cleanly.
       res.resume();
       res.on('error', () => undefined);
-      finish(status >= 200 && status < 300 ? { ok: true } : { ok: false, error: `HTTP ${status}` });
+      finish(
+        status >= 200 && status < 300
+          ? { ok: true, statusCode: status }
+          : { ok: false, error: `HTTP ${status}`, statusCode: status, errorClass: 'http_status' },
+      );
     });
-    req.on('error', (error) => finish({ ok: false, error: `connection failed: ${errorCode(error)}` }));
+    req.on('error', (error) =>
+      finish({ ok: false, error: `connection failed: ${errorCode(error)}`, errorClass: 'connection' }),
+    );
     req.end(body);
   });
 }

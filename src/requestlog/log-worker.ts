@@ -311,7 +311,7 @@ const LEVELS: Record<number, 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fa
 };
 
 /** A pino line from the worker, logged again by this thread's logger with the same fields. */
-function relog(logger: Logger, line: string): void {
+export function relog(logger: Logger, line: string): void {
   let parsed: unknown;
   try {
     parsed = JSON.parse(line);

@@ -23,6 +23,7 @@ import { startCluster } from '../cluster/start-cluster.js';
 import { redactRedisUrl } from '../cluster/redis-connection.js';
 import { bindError, preflight } from './preflight.js';
 import { VERSION } from '../version.js';
+import { startRetentionWorker, type RetentionWorker } from '../retention/retention-worker.js';
 
 export interface RunningServer {
   readonly apiUrl: string;
@@ -36,6 +37,8 @@ export interface RunningServer {
   readonly store: Store;
   /** The events subsystem: `events.publisher` records events in the outbox. */
   readonly events: RunningEvents;
+  /** Deletes history past `log_retention` / `rollup_retention`, on its own thread. */
+  readonly retention: RetentionWorker;
   /** Stops accepting, lets in-flight requests finish up to the drain timeout, closes the store. */
   close(): Promise<void>;
 }
@@ -122,6 +125,12 @@ async function startLocked(
     stdout: config.logRequests ? (line) => void process.stdout.write(line) : undefined,
   });
   started.push(() => logWorker.close());
+  const policy = { logs: config.logRetention, rollups: config.rollupRetention };
+  const retention = startRetentionWorker(
+    { database: config.database, dataDir: config.dataDir, policy },
+    logger,
+  );
+  started.push(() => retention.close());
   const { requestLog, anomalies } = logWorker;
   // Events (src/events): the durable outbox, its delivery worker (webhooks, e-mail) and the expiry
   // sweeper. The public addresses are read lazily: they are known only once the listeners are bound.
@@ -196,6 +205,7 @@ async function startLocked(
       allowPrivateWebhooks: config.allowPrivateWebhooks,
       publicApiUrl: config.publicApiUrl,
       degraded: () => cluster.degraded(),
+      retention: { logs: config.logRetention.text, rollups: config.rollupRetention.text },
     },
     {
       logger,
@@ -252,6 +262,7 @@ async function startLocked(
     publicProxyUrl,
     store,
     events,
+    retention,
     close() {
       closing ??= (async () => {
         const drained = Promise.all([api.close(), proxy.close(config.drainTimeoutMs)]);

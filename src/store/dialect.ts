@@ -21,6 +21,11 @@ export interface DialectSupport {
   isConnectionFailure(error: unknown): boolean;
   /** Runs after a transaction that destroyed secrets, to push their old bytes out of the files. */
   purgeDestroyedSecrets(db: Kysely<Database>): Promise<void>;
+  /**
+   * SQLite in incremental auto-vacuum mode: returns up to `pages` free pages to the file system.
+   * Absent where the database does this itself (PostgreSQL's autovacuum).
+   */
+  incrementalVacuum?(db: Kysely<Database>, pages: number): Promise<void>;
 }
 
 export interface DialectDatabase {

@@ -11,6 +11,8 @@ import { KyselyKekRepo } from './kysely/kek-versions.js';
 import { KyselyJobLeaseRepo } from './kysely/job-leases.js';
 import { KyselyKeyRepo } from './kysely/keys.js';
 import { KyselyAnomalyRepo, KyselyRequestLogRepo } from './kysely/logs.js';
+import { KyselyRetentionRepo } from './kysely/retention.js';
+import { KyselyWebhookToolRepo } from './kysely/webhook-tools.js';
 import { KyselySessionRepo } from './kysely/sessions.js';
 import { KyselyTokenRepo } from './kysely/tokens.js';
 import { KyselyUsageRollupRepo } from './kysely/usage-rollups.js';
@@ -39,6 +41,8 @@ export class KyselyStore implements Store {
   readonly usageModelRollups: KyselyUsageModelRollupRepo;
   readonly apiKeys: KyselyApiKeyRepo;
   readonly audit: KyselyAuditRepo;
+  readonly retention: KyselyRetentionRepo;
+  readonly webhookTools: KyselyWebhookToolRepo;
   private closing: Promise<void> | undefined;
 
   constructor(
@@ -63,6 +67,8 @@ export class KyselyStore implements Store {
     this.usageModelRollups = new KyselyUsageModelRollupRepo(ctx);
     this.apiKeys = new KyselyApiKeyRepo(ctx);
     this.audit = new KyselyAuditRepo(ctx);
+    this.retention = new KyselyRetentionRepo(ctx);
+    this.webhookTools = new KyselyWebhookToolRepo(ctx);
   }
 
   async ping(): Promise<void> {

@@ -235,6 +235,20 @@ export interface UsageModelRollupsTable {
   cost_micros: number;
 }
 
+/** One attempt of a webhook delivery (migration 0013). */
+export interface DeliveryAttemptsTable {
+  delivery_id: string;
+  /** 1 for the first attempt. */
+  attempt: number;
+  account_id: string;
+  attempted_at: string;
+  /** The receiver's HTTP status; null when no answer came (timeout, connection, DNS, refused). */
+  status_code: number | null;
+  duration_ms: number;
+  /** Null on success; else `http_status`, `timeout`, `connection`, `dns`, `refused` or `other`. */
+  error_class: string | null;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -253,6 +267,7 @@ export interface Database {
   job_leases: JobLeasesTable;
   usage_model_rollups: UsageModelRollupsTable;
   audit_log: AuditLogTable;
+  delivery_attempts: DeliveryAttemptsTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;

@@ -22,6 +22,8 @@ import type {
   UsageRollupRepo,
 } from './dashboard-records.js';
 import type { ApiKeyRepo, AuditRepo } from './access-records.js';
+import type { RetentionRepo } from './retention-records.js';
+import type { AttemptErrorClass, WebhookToolRepo } from './webhook-tool-records.js';
 
 /**
  * The data layer: one interface, implemented once on Kysely for SQLite and PostgreSQL
@@ -46,6 +48,8 @@ export interface Store {
   readonly usageModelRollups: UsageModelRollupRepo;
   readonly apiKeys: ApiKeyRepo;
   readonly audit: AuditRepo;
+  readonly retention: RetentionRepo;
+  readonly webhookTools: WebhookToolRepo;
   /** Resolves when the database answers a trivial query; rejects with StoreUnavailableError. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -238,6 +242,11 @@ export interface RequestLogFilter {
   readonly authorized?: boolean | undefined;
   /** Inclusive range of HTTP statuses (one status: both ends equal). */
   readonly status?: readonly [number, number] | undefined;
+  /** Inclusive lower and exclusive upper bound on `timestamp` (ISO text). */
+  readonly since?: string | undefined;
+  readonly until?: string | undefined;
+  readonly errorCode?: string | undefined;
+  readonly ip?: string | undefined;
 }
 
 export interface RequestLogRepo {
@@ -245,6 +254,8 @@ export interface RequestLogRepo {
   insertMany(entries: readonly RequestLogEntry[]): Promise<void>;
   /** The account's records, newest first; `page.after.createdAt` is a record's `timestamp`. */
   list(accountId: string, filter: RequestLogFilter, page: PageQuery): Promise<Page<RequestLogEntry>>;
+  /** One of the account's records by request id (`x-tokenproxy-request-id`). */
+  get(accountId: string, requestId: string): Promise<RequestLogEntry | undefined>;
 }
 
 export interface AnomalyRepo {
@@ -337,11 +348,22 @@ export interface WebhookRepo {
 }
 
 /** What happened to one delivery attempt. */
-export type DeliveryOutcome =
+export type DeliveryOutcome = (
   | { readonly kind: 'delivered'; readonly at: string }
   | { readonly kind: 'retry'; readonly at: string; readonly nextAttemptAt: string; readonly error: string }
   /** No attempt left, or nothing to deliver to any more (endpoint deleted or disabled). */
-  | { readonly kind: 'failed'; readonly at: string; readonly error: string };
+  | { readonly kind: 'failed'; readonly at: string; readonly error: string }
+) & {
+  /** The request made, recorded as an attempt of a webhook delivery (none when nothing was sent). */
+  readonly attempt?: AttemptFacts | undefined;
+};
+
+export interface AttemptFacts {
+  readonly startedAt: string;
+  readonly statusCode: number | null;
+  readonly durationMs: number;
+  readonly errorClass: AttemptErrorClass | null;
+}
 
 export interface DisablePolicy {
   /** An endpoint failing since at or before this instant is disabled. */

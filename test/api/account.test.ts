@@ -21,6 +21,7 @@ const ACCOUNT_FIELDS = [
   'limits',
   'name',
   'plan',
+  'retention',
   'usage',
 ];
 

@@ -63,6 +63,10 @@ const EXPECTED = [
   'GET /api_keys',
   'DELETE /api_keys/{id}',
   'GET /audit',
+  'GET /logs/{id}',
+  'PATCH /webhooks/{id}',
+  'POST /webhooks/{id}/test',
+  'POST /events/{id}/redeliver',
 ].sort();
 
 /**
@@ -170,6 +174,7 @@ for (const fixture of databases) {
           'PATCH /account',
           'POST /webhooks',
           'POST /api_keys',
+          'PATCH /webhooks/{id}',
         ].sort(),
       );
     });

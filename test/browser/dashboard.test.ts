@@ -11,6 +11,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { startServer, type RunningServer } from '../../src/server/start.js';
 import { startMockProvider, type MockProvider } from '../support/mock-provider.js';
+import { startReceiver } from '../events/support.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const REAL_KEY = `sk-dashboard-${Date.now()}-real-key`;
@@ -440,6 +441,50 @@ describe.skipIf(!existsSync(CHROMIUM))('the dashboard in Chromium', () => {
         { timeout: 15_000 },
       )
       .toMatch(/pending|failed/);
+  });
+
+  it('the Webhooks view re-enables an endpoint, sends it a test and redelivers an event', async () => {
+    const receiver = await startReceiver();
+    try {
+      const hook = await api(apiKey, 'POST', '/v1/webhooks', {
+        url: receiver.url,
+        events: ['token.revoked'],
+      });
+      expect(hook.status).toBe(201);
+      secrets.push(String(hook.body.secret));
+      const off = await api(apiKey, 'PATCH', `/v1/webhooks/${String(hook.body.webhook_id)}`, {
+        enabled: false,
+      });
+      expect(off.status).toBe(200);
+      await go(page, 'Webhooks');
+      // The view may already be open from the test before: load the list with the new endpoint.
+      await page.reload();
+      const card = page.getByRole('article', { name: `Endpoint ${receiver.url}` });
+      await card.getByRole('button', { name: `Re-enable ${receiver.url}` }).click();
+      await card.getByRole('status').filter({ hasText: 'Endpoint enabled' }).waitFor();
+      await card.getByRole('button', { name: `Send a test event to ${receiver.url}` }).click();
+      await card.getByRole('status').filter({ hasText: 'Test event queued' }).waitFor();
+      const [ping] = await receiver.waitFor(1);
+      const eventId = String(ping?.headers['webhook-id']);
+      expect(JSON.parse(ping?.body ?? '{}')).toMatchObject({ id: eventId, type: 'ping' });
+      // The delivery shows up with its attempt: the receiver's status and how long it took.
+      const table = card.getByRole('table', { name: `Deliveries to ${receiver.url}` });
+      await expect
+        .poll(
+          async () => {
+            await page.reload();
+            return (await table.getByRole('row').filter({ hasText: 'ping' }).first().textContent()) ?? '';
+          },
+          { timeout: 15_000 },
+        )
+        .toMatch(/delivered.*200 · \d+ ms/);
+      await table.getByRole('button', { name: `Redeliver ping ${eventId}` }).click();
+      await card.getByRole('status').filter({ hasText: 'queued again' }).waitFor();
+      const again = await receiver.waitFor(2);
+      expect(again[1]?.headers['webhook-id']).toBe(eventId);
+    } finally {
+      await receiver.close();
+    }
   });
 
   it('CSRF: a cookie request with a foreign Origin is refused and changes nothing', async () => {

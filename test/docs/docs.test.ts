@@ -1,6 +1,8 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ERROR_CODES } from '../../src/errors/codes.js';
+import { fileURLToPath } from 'node:url';
+import { loadConfig } from '../../src/config/load.js';
 import { SETTINGS, envName, flagName } from '../../src/config/settings.js';
 import { UNAUTHORIZED_REASONS } from '../../src/anomalies/record.js';
 import { ANOMALY_KINDS } from '../../src/limits/anomaly-model.js';
@@ -42,6 +44,23 @@ describe('docs stay in step with the code', () => {
       expect(text, file).not.toMatch(/\bDESIGN\b/);
       expect(text, file).not.toContain('../shared');
     }
+  });
+
+  it('tokenproxy.example.json loads with the real loader and sets every setting but the secrets, each explained in docs/operations.md', () => {
+    const file = fileURLToPath(new URL('../../tokenproxy.example.json', import.meta.url));
+    const config = loadConfig({ flags: {}, env: {}, configFile: file });
+    const keys = Object.keys(JSON.parse(read('tokenproxy.example.json')) as object);
+    const operations = read('docs/operations.md');
+    for (const spec of SETTINGS) {
+      const secret = 'secret' in spec && spec.secret;
+      // Secrets belong in the environment, never in a file that is copied around.
+      expect(keys.includes(spec.name), spec.name).toBe(!secret);
+      if (!secret) expect(config.sources[spec.name], spec.name).toBe('file');
+      expect(operations, spec.name).toContain(`\`${spec.name}\``);
+      if (secret) expect(operations, spec.name).toContain(`\`${envName(spec.name)}\``);
+    }
+    expect(config.plans.free).toEqual({ activeTokens: 3, requestsPerMonth: 100_000 });
+    expect(config.providers.map((p) => p.id)).toEqual(['mistral']);
   });
 
   it('ships the licence package.json declares', () => {

@@ -80,10 +80,14 @@ describe('webhook address guard', () => {
       const url = `http://localhost:${receiver.port}/hook`;
       const base = { resolver: systemResolver, timeoutMs: 2000, userAgent: 'test' };
       const refused = await sendWebhook(url, Buffer.alloc(32), event, 1, { ...base, allowPrivate: false });
-      expect(refused).toEqual({ ok: false, error: expect.stringMatching(/^refused: /) as string });
+      expect(refused).toEqual({
+        ok: false,
+        error: expect.stringMatching(/^refused: /) as string,
+        errorClass: 'refused',
+      });
       expect(receiver.requests).toHaveLength(0);
       const sent = await sendWebhook(url, Buffer.alloc(32), event, 1, { ...base, allowPrivate: true });
-      expect(sent).toEqual({ ok: true });
+      expect(sent).toEqual({ ok: true, statusCode: 200 });
       expect(receiver.requests).toHaveLength(1);
       expect(receiver.requests[0]?.headers.host).toBe(`localhost:${receiver.port}`);
     } finally {
@@ -113,6 +117,7 @@ describe('webhook address guard', () => {
     expect(result).toEqual({
       ok: false,
       error: 'refused: plain http is allowed only with allow_private_webhooks',
+      errorClass: 'refused',
     });
     expect(resolved).toBe(0);
   });

@@ -437,6 +437,7 @@ for (const fixture of databases) {
           '0009_usage_rollups',
           '0010_job_leases',
           '0012_api_keys_audit',
+          '0013_retention_and_lookups',
           '0014_usage_budgets',
         ]);
         expect(await first.migrateToLatest()).toEqual([]);

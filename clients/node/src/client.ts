@@ -38,6 +38,10 @@ import type {
   UsageParams,
   Webhook,
   WebhookCreateParams,
+  WebhookUpdateParams,
+  WebhookTest,
+  RedeliverParams,
+  Redelivery,
 } from './types.js';
 
 export const VERSION = '0.1.0';
@@ -285,6 +289,14 @@ class Webhooks {
   deliveries(id: string, params?: ListParams, options?: RequestOptions): PagePromise<Delivery> {
     return this.client.list('webhooks.deliveries', params, options, id, 'deliveries');
   }
+  /** PATCH /v1/webhooks/:id: `{ enabled: true }` re-enables a disabled endpoint, `false` stops it. */
+  update(id: string, params: WebhookUpdateParams, options?: RequestOptions): Promise<Webhook> {
+    return this.client.request('webhooks.update', { id, body: params, options });
+  }
+  /** POST /v1/webhooks/:id/test: queues a signed `ping` event to the endpoint. */
+  test(id: string, options?: RequestOptions): Promise<WebhookTest> {
+    return this.client.request('webhooks.test', { id, options });
+  }
 }
 
 class Events {
@@ -292,6 +304,13 @@ class Events {
   /** GET /v1/events */
   list(params?: EventListParams, options?: RequestOptions): PagePromise<Event> {
     return this.client.list('events.list', params, options);
+  }
+  /**
+   * POST /v1/events/:id/redeliver: sends the event again, to `webhookId` only or to every enabled
+   * endpoint subscribed to its type.
+   */
+  redeliver(id: string, params?: RedeliverParams, options?: RequestOptions): Promise<Redelivery> {
+    return this.client.request('events.redeliver', { id, query: params ?? {}, options });
   }
 }
 
@@ -308,6 +327,10 @@ class Logs {
   /** GET /v1/logs */
   list(params?: LogListParams, options?: RequestOptions): PagePromise<RequestLog> {
     return this.client.list('logs.list', params, options);
+  }
+  /** GET /v1/logs/:request_id: the record of the request id a caller got in `x-tokenproxy-request-id`. */
+  get(requestId: string, options?: RequestOptions): Promise<RequestLog> {
+    return this.client.request('logs.get', { id: requestId, options });
   }
 }
 

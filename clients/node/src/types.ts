@@ -68,6 +68,8 @@ export interface Account {
   readonly createdAt: string;
   /** The budget over all the account's tokens, or null. */
   readonly budget: Budget | null;
+  /** The server's `log_retention` and `rollup_retention` (`"30d"`, or `"forever"`). */
+  readonly retention: { readonly logs: string; readonly rollups: string };
 }
 
 export interface Provider {
@@ -192,6 +194,14 @@ export interface LogListParams extends ListParams {
   readonly authorized?: boolean | undefined;
   /** One HTTP status (`'429'`) or a class (`'4xx'`). */
   readonly status?: string | undefined;
+  /** ISO 8601 time with a zone: records at or after it. */
+  readonly since?: string | undefined;
+  /** ISO 8601 time with a zone: records before it. */
+  readonly until?: string | undefined;
+  /** An error code of docs/errors.md, e.g. `upstream_timeout`. */
+  readonly errorCode?: string | undefined;
+  /** One client IPv4 or IPv6 address. */
+  readonly ip?: string | undefined;
 }
 
 /** `tokens.update`: only the fields given change; null removes the rate limit or the expiry. */
@@ -270,6 +280,38 @@ export interface Delivery {
   readonly lastError: string | null;
   readonly createdAt: string;
   readonly completedAt: string | null;
+  /** Each attempt, oldest first; never a response body. */
+  readonly attemptLog: readonly DeliveryAttempt[];
+}
+
+export interface DeliveryAttempt {
+  readonly attempt: number;
+  readonly attemptedAt: string;
+  /** The receiver's HTTP status; null when none came. */
+  readonly statusCode: number | null;
+  readonly durationMs: number;
+  /** `http_status`, `timeout`, `connection`, `dns`, `refused` or `other`; null on success. */
+  readonly errorClass: string | null;
+}
+
+export interface WebhookUpdateParams {
+  readonly enabled: boolean;
+}
+
+export interface WebhookTest {
+  /** The `ping` event's id (the `webhook-id` header the receiver gets). */
+  readonly eventId: string;
+  readonly deliveryId: string;
+}
+
+export interface RedeliverParams {
+  /** Only this endpoint; without it, every enabled endpoint subscribed to the event's type. */
+  readonly webhookId?: string | undefined;
+}
+
+export interface Redelivery {
+  readonly eventId: string;
+  readonly deliveries: readonly { readonly deliveryId: string; readonly webhookId: string }[];
 }
 
 export interface AccountUpdateParams {

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, type Delivery, type List, type Webhook } from '../api';
 import { dateTime, lines } from '../format';
-import { Alert, ConfirmDialog, Empty, FormDialog, PageHeader, useLoad } from '../ui';
+import { Alert, ConfirmDialog, Empty, FormDialog, PageHeader, errorText, useLoad } from '../ui';
 
 export function Webhooks() {
   const { data, error, reload } = useLoad(() => api<List<Webhook>>('GET', '/webhooks?limit=100'));
@@ -38,7 +38,7 @@ export function Webhooks() {
         </div>
       )}
       {hooks.map((w) => (
-        <WebhookCard key={w.webhook_id} webhook={w} onDelete={() => setRemove(w)} />
+        <WebhookCard key={w.webhook_id} webhook={w} onDelete={() => setRemove(w)} onChanged={reload} />
       ))}
       {adding && (
         <FormDialog
@@ -89,12 +89,48 @@ export function Webhooks() {
   );
 }
 
-function WebhookCard(props: { webhook: Webhook; onDelete: () => void }) {
+/** The last attempt in a few words: `503 · 120 ms`, `timeout · 15000 ms`. */
+function lastAttempt(d: Delivery): string {
+  const a = d.attempt_log.at(-1);
+  if (a === undefined) return '—';
+  return `${a.status_code ?? a.error_class ?? '?'} · ${a.duration_ms} ms`;
+}
+
+function WebhookCard(props: { webhook: Webhook; onDelete: () => void; onChanged: () => Promise<void> }) {
   const w = props.webhook;
-  const deliveries = useLoad(() =>
-    api<List<Delivery>>('GET', `/webhooks/${encodeURIComponent(w.webhook_id)}/deliveries?limit=10`),
-  );
+  const id = encodeURIComponent(w.webhook_id);
+  const deliveries = useLoad(() => api<List<Delivery>>('GET', `/webhooks/${id}/deliveries?limit=10`));
+  const [note, setNote] = useState<string | null>(null);
+  const [failure, setFailure] = useState<string | null>(null);
   const health = w.disabled_at !== null ? 'disabled' : w.failing_since !== null ? 'failing' : 'healthy';
+  /** Runs an action, says what happened, and shows the queued delivery once the worker has had a moment. */
+  const act = async (run: () => Promise<string>) => {
+    setFailure(null);
+    try {
+      setNote(await run());
+      await props.onChanged();
+      await deliveries.reload();
+      setTimeout(() => void deliveries.reload(), 1500);
+    } catch (err) {
+      setNote(null);
+      setFailure(errorText(err));
+    }
+  };
+  const sendTest = () =>
+    act(async () => {
+      await api('POST', `/webhooks/${id}/test`);
+      return 'Test event queued: it appears below as a "ping" delivery.';
+    });
+  const reEnable = () =>
+    act(async () => {
+      await api('PATCH', `/webhooks/${id}`, { enabled: true });
+      return 'Endpoint enabled: new events are delivered to it again.';
+    });
+  const redeliver = (d: Delivery) =>
+    act(async () => {
+      await api('POST', `/events/${encodeURIComponent(d.event_id)}/redeliver?webhook_id=${id}`);
+      return `Event ${d.event_type} queued again for this endpoint.`;
+    });
   return (
     <article class="card" aria-label={`Endpoint ${w.url}`}>
       <div class="card-head">
@@ -108,6 +144,25 @@ function WebhookCard(props: { webhook: Webhook; onDelete: () => void }) {
         </div>
         <div class="card-actions">
           <span class={`badge badge-${health === 'healthy' ? 'active' : 'revoked'}`}>{health}</span>
+          {w.disabled_at !== null ? (
+            <button
+              type="button"
+              class="button small"
+              aria-label={`Re-enable ${w.url}`}
+              onClick={() => void reEnable()}
+            >
+              Re-enable
+            </button>
+          ) : (
+            <button
+              type="button"
+              class="button small"
+              aria-label={`Send a test event to ${w.url}`}
+              onClick={() => void sendTest()}
+            >
+              Send test
+            </button>
+          )}
           <button
             type="button"
             class="button small danger-outline"
@@ -119,6 +174,12 @@ function WebhookCard(props: { webhook: Webhook; onDelete: () => void }) {
         </div>
       </div>
       {w.disabled_reason !== null && <Alert>{w.disabled_reason}</Alert>}
+      {failure !== null && <Alert>{failure}</Alert>}
+      {note !== null && (
+        <p class="muted" role="status">
+          {note}
+        </p>
+      )}
       <h3>Recent deliveries</h3>
       {deliveries.error !== null && <Alert>{deliveries.error}</Alert>}
       {deliveries.data !== undefined && deliveries.data.data.length === 0 ? (
@@ -134,7 +195,11 @@ function WebhookCard(props: { webhook: Webhook; onDelete: () => void }) {
                 <th scope="col" class="num">
                   Attempts
                 </th>
+                <th scope="col">Last attempt</th>
                 <th scope="col">Last error</th>
+                <th scope="col">
+                  <span class="sr-only">Actions</span>
+                </th>
               </tr>
             </thead>
             <tbody>
@@ -154,7 +219,20 @@ function WebhookCard(props: { webhook: Webhook; onDelete: () => void }) {
                   <td class="num" data-label="Attempts">
                     {d.attempts}
                   </td>
+                  <td data-label="Last attempt">{lastAttempt(d)}</td>
                   <td data-label="Last error">{d.last_error ?? '—'}</td>
+                  <td data-label="Actions">
+                    {d.status !== 'pending' && w.disabled_at === null && (
+                      <button
+                        type="button"
+                        class="button small"
+                        aria-label={`Redeliver ${d.event_type} ${d.event_id}`}
+                        onClick={() => void redeliver(d)}
+                      >
+                        Redeliver
+                      </button>
+                    )}
+                  </td>
                 </tr>
               ))}
             </tbody>

@@ -16,7 +16,13 @@ export function accountRoutes(app: ApiServer, deps: ApiDeps): void {
       deps.store.accounts.usage(account.id, usagePeriod(now).period),
       deps.store.accounts.countActiveTokens(account.id, now.toISOString()),
     ]);
-    return accountView(account, { requests, activeTokens }, planLimits(deps.plans, account.plan), now);
+    return accountView(
+      account,
+      { requests, activeTokens },
+      planLimits(deps.plans, account.plan),
+      now,
+      deps.retention,
+    );
   }
 
   app.get(

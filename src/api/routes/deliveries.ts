@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import { TokenProxyError } from '../../errors/tokenproxy-error.js';
 import { isId } from '../../ids/formats.js';
 import type { DeliveryRecord } from '../../store/dashboard-records.js';
+import type { DeliveryAttempt } from '../../store/webhook-tool-records.js';
 import type { ApiDeps, ApiServer } from '../context.js';
 import { listBody, pageQuery } from '../pagination.js';
 import { IdParams, ListQuery, listOf } from '../schemas.js';
@@ -19,6 +20,29 @@ export const DeliveryObject = Type.Object({
   }),
   created_at: Timestamp,
   completed_at: Type.Union([Timestamp, Type.Null()]),
+  attempt_log: Type.Array(
+    Type.Object({
+      attempt: Type.Integer(),
+      attempted_at: Timestamp,
+      status_code: Type.Union([Type.Integer(), Type.Null()], {
+        description: "the receiver's HTTP status; null when none came",
+      }),
+      duration_ms: Type.Integer(),
+      error_class: Type.Union(
+        [
+          Type.Literal('http_status'),
+          Type.Literal('timeout'),
+          Type.Literal('connection'),
+          Type.Literal('dns'),
+          Type.Literal('refused'),
+          Type.Literal('other'),
+          Type.Null(),
+        ],
+        { description: 'why the attempt failed; null when it succeeded' },
+      ),
+    }),
+    { description: 'each attempt, oldest first: never a response body' },
+  ),
 });
 
 /** GET /v1/webhooks/:id/deliveries: what happened to recent events sent to an endpoint (Webhooks view). */
@@ -48,12 +72,13 @@ export function deliveryRoutes(app: ApiServer, deps: ApiDeps): void {
         id,
         pageQuery(request.query),
       );
-      return listBody(page, deliveryView);
+      const attempts = await deps.store.webhookTools.attempts(page.items.map((d) => d.id));
+      return listBody(page, (d) => deliveryView(d, attempts.get(d.id) ?? []));
     },
   );
 }
 
-function deliveryView(d: DeliveryRecord) {
+function deliveryView(d: DeliveryRecord, attempts: readonly DeliveryAttempt[]) {
   return {
     delivery_id: d.id,
     event_id: d.eventId,
@@ -63,5 +88,12 @@ function deliveryView(d: DeliveryRecord) {
     last_error: d.lastError,
     created_at: d.createdAt,
     completed_at: d.completedAt,
+    attempt_log: attempts.map((a) => ({
+      attempt: a.attempt,
+      attempted_at: a.attemptedAt,
+      status_code: a.statusCode,
+      duration_ms: a.durationMs,
+      error_class: a.errorClass,
+    })),
   };
 }

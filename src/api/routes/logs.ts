@@ -1,10 +1,11 @@
 import { Type } from 'typebox';
 import { TokenProxyError } from '../../errors/tokenproxy-error.js';
-import { isSanitizedToken, isTokenId } from '../../ids/formats.js';
+import { REQUEST_ID_PREFIX, isSanitizedToken, isTokenId } from '../../ids/formats.js';
 import { timestampPosition } from '../../store/records.js';
 import type { ApiDeps, ApiServer } from '../context.js';
 import { listBody, pageQuery } from '../pagination.js';
 import { ListQuery, RequestLogObject, listOf } from '../schemas.js';
+import { errorCodeParam, ipParam, timeRange } from './log-filters.js';
 import { requestLogView } from '../views.js';
 
 export const TokenIdQuery = Type.Optional(Type.String({ description: 'only entries of this token_id' }));
@@ -48,6 +49,20 @@ export function logRoutes(app: ApiServer, deps: ApiDeps): void {
                 description: 'only records whose origin check passed (true) or failed (false)',
               }),
             ),
+            since: Type.Optional(
+              Type.String({
+                description: 'only records at or after this ISO 8601 time (2026-05-01T00:00:00Z)',
+              }),
+            ),
+            until: Type.Optional(Type.String({ description: 'only records before this ISO 8601 time' })),
+            error_code: Type.Optional(
+              Type.String({
+                description: 'only records refused or failed with this error code (docs/errors.md)',
+              }),
+            ),
+            ip: Type.Optional(
+              Type.String({ description: 'only records from this client IPv4 or IPv6 address' }),
+            ),
           },
           { additionalProperties: false },
         ),
@@ -60,9 +75,41 @@ export function logRoutes(app: ApiServer, deps: ApiDeps): void {
         tokenId: tokenIdFilter(query.token_id),
         authorized: query.authorized === undefined ? undefined : query.authorized === 'true',
         status: statusRange(query.status),
+        ...timeRange(query.since, query.until),
+        errorCode: errorCodeParam(query.error_code),
+        ip: ipParam(query.ip),
       };
       const page = await deps.store.requestLogs.list(request.account.id, filter, pageQuery(query));
       return listBody(page, requestLogView, timestampPosition);
+    },
+  );
+
+  app.get(
+    '/logs/:id',
+    {
+      schema: {
+        tags: ['logs'],
+        operationId: 'getLog',
+        summary: 'One request-log record, by the request id the caller got in x-tokenproxy-request-id',
+        params: Type.Object({
+          id: Type.String({ description: 'the request id (req_…) from the x-tokenproxy-request-id header' }),
+        }),
+        response: { 200: RequestLogObject },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      const entry = id.startsWith(REQUEST_ID_PREFIX)
+        ? await deps.store.requestLogs.get(request.account.id, id)
+        : undefined;
+      if (entry === undefined) {
+        throw new TokenProxyError(
+          'request_log_not_found',
+          `No request-log record with id ${JSON.stringify(id.slice(0, 60))} in your account. Request ids start with "req_" (the x-tokenproxy-request-id response header); records are kept for log_retention (GET /v1/account shows it) and are stored a moment after the request.`,
+          { param: 'id' },
+        );
+      }
+      return requestLogView(entry);
     },
   );
 }

@@ -67,6 +67,10 @@ async function openFile(dataDir: string, file: string, logWriter: boolean): Prom
   await (await open(file, 'a', 0o600)).close();
   const db = new SqliteDatabase(file, { timeout: BUSY_TIMEOUT_MS });
   try {
+    // Before any table exists this makes a new file return the pages retention frees to the file
+    // system (`incremental_vacuum`); on an existing file it only takes effect after one VACUUM
+    // (docs/operations.md), and until then freed pages are reused by new rows.
+    db.pragma('auto_vacuum = INCREMENTAL');
     db.pragma('journal_mode = WAL');
     db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     db.pragma('foreign_keys = ON');
@@ -100,6 +104,7 @@ export function sqliteFilePath(dataDir: string): string {
 
 export function createDatabase(options: SqliteOptions): DialectDatabase {
   const file = sqliteFilePath(options.dataDir);
+  let raw: SqliteDatabase.Database | undefined;
   const dialect: DialectSupport = {
     name: 'sqlite',
     target: file,
@@ -110,10 +115,20 @@ export function createDatabase(options: SqliteOptions): DialectDatabase {
       // The WAL still holds the page images written before the deletion; fold it into the main file.
       await sql`pragma wal_checkpoint(TRUNCATE)`.execute(db);
     },
+    async incrementalVacuum(db: Kysely<Database>, pages: number): Promise<void> {
+      // Through Kysely the pragma is stepped once, which frees one page; better-sqlite3's pragma()
+      // runs it to the end. Holding Kysely's connection keeps it out of anyone's transaction.
+      await db.connection().execute(() => {
+        raw?.pragma(`incremental_vacuum(${Math.max(1, Math.floor(pages))})`);
+        return Promise.resolve();
+      });
+    },
   };
   const inner = new TokenproxySqliteDialect({
-    database: async () =>
-      withStatementCache(await openFile(options.dataDir, file, options.logWriter === true)),
+    database: async () => {
+      raw = await openFile(options.dataDir, file, options.logWriter === true);
+      return withStatementCache(raw);
+    },
   });
   const db = new Kysely<Database>({
     dialect: guardDialect(inner, { isConnectionFailure, describe: `SQLite database ${file}`, secrets: [] }),

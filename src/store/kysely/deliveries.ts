@@ -243,6 +243,22 @@ export class KyselyDeliveryRepo implements DeliveryRepo {
       }
       const webhookId = delivery.channel === 'webhook' ? delivery.webhook?.id : undefined;
       if (webhookId === undefined) return false;
+      if (outcome.attempt !== undefined) {
+        // A lease that ran out can make an attempt twice under one number: the first record stays.
+        await trx
+          .insertInto('delivery_attempts')
+          .values({
+            delivery_id: delivery.id,
+            attempt: attempts,
+            account_id: delivery.event.accountId,
+            attempted_at: outcome.attempt.startedAt,
+            status_code: outcome.attempt.statusCode,
+            duration_ms: Math.round(outcome.attempt.durationMs),
+            error_class: outcome.attempt.errorClass,
+          })
+          .onConflict((oc) => oc.columns(['delivery_id', 'attempt']).doNothing())
+          .execute();
+      }
       if (outcome.kind === 'delivered') {
         await trx.updateTable('webhooks').set({ failing_since: null }).where('id', '=', webhookId).execute();
         return false;

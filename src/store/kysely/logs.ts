@@ -94,8 +94,22 @@ export class KyselyRequestLogRepo implements RequestLogRepo {
     if (filter.status !== undefined) {
       query = query.where('status', '>=', filter.status[0]).where('status', '<=', filter.status[1]);
     }
+    if (filter.since !== undefined) query = query.where('timestamp', '>=', filter.since);
+    if (filter.until !== undefined) query = query.where('timestamp', '<', filter.until);
+    if (filter.errorCode !== undefined) query = query.where('error_code', '=', filter.errorCode);
+    if (filter.ip !== undefined) query = query.where('ip', '=', filter.ip);
     const rows = await newestFirst(query, accountId, filter.tokenId, page);
     return toPage(rows, page.limit, toRequestLog);
+  }
+
+  async get(accountId: string, requestId: string): Promise<RequestLogEntry | undefined> {
+    const row = await this.ctx.db
+      .selectFrom('request_logs')
+      .selectAll()
+      .where('id', '=', requestId)
+      .where('account_id', '=', accountId)
+      .executeTakeFirst();
+    return row === undefined ? undefined : toRequestLog(row);
   }
 }
 

@@ -33,6 +33,7 @@ from ._errors import (
 from ._models import (
     Account,
     AccountLimits,
+    AccountRetention,
     AccountUsage,
     Anomaly,
     Budget,
@@ -48,6 +49,8 @@ from ._models import (
     Usage,
     UsageBucket,
     Webhook,
+    WebhookTest,
+    Redelivery,
 )
 from ._pagination import Page
 from ._routes import ID_FIELDS, ROUTES
@@ -87,7 +90,10 @@ __all__ = [
     "WebhookVerificationError",
     "Account",
     "AccountLimits",
+    "AccountRetention",
     "AccountUsage",
+    "WebhookTest",
+    "Redelivery",
     "Anomaly",
     "Budget",
     "CreatedToken",

@@ -35,6 +35,8 @@ from ._models import (
     Usage,
     UsageBucket,
     Webhook,
+    WebhookTest,
+    Redelivery,
     from_json,
 )
 from ._access import ApiKeys, Audit
@@ -352,6 +354,14 @@ class Webhooks:
         """DELETE /v1/webhooks/:id"""
         return self._client._one("webhooks.delete", Webhook, id=id)
 
+    def update(self, id: str, *, enabled: bool) -> Webhook:
+        """PATCH /v1/webhooks/:id. ``enabled=True`` re-enables a disabled endpoint, ``False`` stops it."""
+        return self._client._one("webhooks.update", Webhook, id=id, body={"enabled": enabled})
+
+    def test(self, id: str) -> WebhookTest:
+        """POST /v1/webhooks/:id/test: queues a signed ``ping`` event to the endpoint."""
+        return from_json(WebhookTest, self._client._request("webhooks.test", id=id))
+
 
 class Events:
     def __init__(self, client: TokenProxy) -> None:
@@ -362,6 +372,12 @@ class Events:
     ) -> Page[Event]:
         """GET /v1/events"""
         return self._client._list("events.list", Event, {"type": type, "limit": limit, "cursor": cursor})
+
+    def redeliver(self, id: str, *, webhook_id: Optional[str] = None) -> Redelivery:
+        """POST /v1/events/:id/redeliver: sends the event again, to ``webhook_id`` only or to every
+        enabled endpoint subscribed to its type."""
+        raw = self._client._request("events.redeliver", id=id, query={"webhook_id": webhook_id})
+        return from_json(Redelivery, raw)
 
 
 class Anomalies:
@@ -386,12 +402,32 @@ class Logs:
         token_id: Optional[str] = None,
         authorized: Optional[bool] = None,
         status: Optional[str] = None,
+        since: Optional[str] = None,
+        until: Optional[str] = None,
+        error_code: Optional[str] = None,
+        ip: Optional[str] = None,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
     ) -> Page[RequestLog]:
-        """GET /v1/logs. ``status``: one HTTP status (``"429"``) or a class (``"4xx"``)."""
-        query = {"token_id": token_id, "authorized": authorized, "status": status, "limit": limit, "cursor": cursor}
+        """GET /v1/logs. ``status``: one HTTP status (``"429"``) or a class (``"4xx"``); ``since``
+        (inclusive) and ``until`` (exclusive): ISO 8601 times with a zone; ``error_code``: a code of
+        docs/errors.md; ``ip``: one client address."""
+        query = {
+            "token_id": token_id,
+            "authorized": authorized,
+            "status": status,
+            "since": since,
+            "until": until,
+            "error_code": error_code,
+            "ip": ip,
+            "limit": limit,
+            "cursor": cursor,
+        }
         return self._client._list("logs.list", RequestLog, query)
+
+    def get(self, request_id: str) -> RequestLog:
+        """GET /v1/logs/:request_id: the record of the id a caller got in ``x-tokenproxy-request-id``."""
+        return self._client._one("logs.get", RequestLog, id=request_id)
 
 
 class AccountResource:

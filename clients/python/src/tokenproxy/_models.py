@@ -108,6 +108,14 @@ class AccountUsage:
 
 
 @dataclass(frozen=True)
+class AccountRetention:
+    #: The server's ``log_retention``: ``"30d"``, or ``"forever"``.
+    logs: str
+    #: The server's ``rollup_retention``.
+    rollups: str
+
+
+@dataclass(frozen=True)
 class Account:
     id: str
     name: str
@@ -119,7 +127,14 @@ class Account:
     #: The budget over all the account's tokens, or ``None``.
     budget: Optional[Budget] = None
 
-    _nested = {"limits": AccountLimits, "usage": AccountUsage, "budget": Budget}
+    retention: Optional[AccountRetention] = None
+
+    _nested = {
+        "limits": AccountLimits,
+        "usage": AccountUsage,
+        "budget": Budget,
+        "retention": AccountRetention,
+    }
 
 
 @dataclass(frozen=True)
@@ -215,6 +230,26 @@ class Delivery:
     last_error: Optional[str]
     created_at: str
     completed_at: Optional[str]
+    #: Each attempt, oldest first, as dicts with ``attempt``, ``attempted_at``, ``status_code``,
+    #: ``duration_ms`` and ``error_class`` (None on success). Never a response body.
+    attempt_log: Optional[List[Dict[str, Any]]] = None
+
+
+@dataclass(frozen=True)
+class WebhookTest:
+    """What POST /v1/webhooks/:id/test queued: the ``ping`` event and its delivery."""
+
+    event_id: str
+    delivery_id: str
+
+
+@dataclass(frozen=True)
+class Redelivery:
+    """What POST /v1/events/:id/redeliver queued: one delivery per endpoint (dicts with
+    ``delivery_id`` and ``webhook_id``)."""
+
+    event_id: str
+    deliveries: List[Dict[str, str]]
 
 
 @dataclass(frozen=True)

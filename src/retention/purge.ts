@@ -1,0 +1,85 @@
+import type { Retention } from '../rules/retention-period.js';
+import type { RetentionRepo, SpaceReclaim } from '../store/retention-records.js';
+
+export interface RetentionPolicy {
+  /** Request-log records, anomalies and finished events. */
+  readonly logs: Retention;
+  /** Per-hour usage rollups. */
+  readonly rollups: Retention;
+}
+
+export interface PurgeOptions {
+  readonly repo: RetentionRepo;
+  readonly policy: RetentionPolicy;
+  readonly now: Date;
+  /** Rows per delete statement: each is one short write, so other writers wait at most one batch. */
+  readonly batchSize: number;
+  /** Awaited between batches, so the database (and this thread) serve others in between. */
+  readonly pause: () => Promise<void>;
+  /** Free pages returned to the file system per step (SQLite). */
+  readonly vacuumPages: number;
+  /** Checked between batches: a closing server stops the purge at the next batch. */
+  readonly stopped?: () => boolean;
+}
+
+export interface PurgeReport {
+  readonly requestLogs: number;
+  readonly anomalies: number;
+  readonly events: number;
+  readonly rollups: number;
+  readonly space: SpaceReclaim;
+}
+
+/** The instant before which rows go, or null for `forever`. */
+export function cutoff(retention: Retention, now: Date): string | null {
+  return retention.ms === null ? null : new Date(now.getTime() - retention.ms).toISOString();
+}
+
+/**
+ * One pass of retention: deletes everything older than the policy allows, batch by batch, then
+ * returns freed SQLite pages in steps. Safe to interrupt between batches (each commits on its own)
+ * and to run again: the next pass continues where this one stopped.
+ */
+export async function purgeOnce(options: PurgeOptions): Promise<PurgeReport> {
+  const { repo, batchSize, pause } = options;
+  const stopped = options.stopped ?? (() => false);
+  const logsBefore = cutoff(options.policy.logs, options.now);
+  const rollupsBefore = cutoff(options.policy.rollups, options.now);
+  const totals = { requestLogs: 0, anomalies: 0, events: 0, rollups: 0 };
+
+  /** Runs `step` until it deletes less than a full batch; returns the rows deleted. */
+  const drain = async (step: () => Promise<number>): Promise<number> => {
+    let total = 0;
+    while (!stopped()) {
+      const deleted = await step();
+      total += deleted;
+      if (deleted < batchSize) break;
+      await pause();
+    }
+    return total;
+  };
+
+  for (const owner of await repo.historyOwners()) {
+    if (logsBefore !== null) {
+      totals.requestLogs += await drain(() => repo.deleteRequestLogs(owner, logsBefore, batchSize));
+      if (owner !== null) {
+        totals.anomalies += await drain(() => repo.deleteAnomalies(owner, logsBefore, batchSize));
+        totals.events += await drain(() => repo.deleteFinishedEvents(owner, logsBefore, batchSize));
+      }
+    }
+    if (rollupsBefore !== null && owner !== null) {
+      totals.rollups += await drain(() => repo.deleteRollups(owner, rollupsBefore, batchSize));
+    }
+  }
+
+  let space = await repo.reclaimSpace(options.vacuumPages);
+  let pages = space.kind === 'reclaimed' ? space.pages : 0;
+  while (space.kind === 'reclaimed' && space.freePagesLeft > 0 && space.pages > 0 && !stopped()) {
+    await pause();
+    space = await repo.reclaimSpace(options.vacuumPages);
+    if (space.kind === 'reclaimed') pages += space.pages;
+  }
+  if (space.kind === 'reclaimed') space = { ...space, pages };
+  else if (pages > 0) space = { kind: 'reclaimed', pages, freePagesLeft: 0 };
+  return { ...totals, space };
+}

@@ -1,0 +1,179 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cutoff, purgeOnce, type RetentionPolicy } from '../../src/retention/purge.js';
+import { parseRetentionPeriod } from '../../src/rules/retention-period.js';
+import type { Store } from '../../src/store/store.js';
+import { databases, type OpenedDatabase } from '../support/databases.js';
+import { anomalyEntry, newAccount, rawQuery, requestLogEntry } from '../store/helpers.js';
+
+const DAY = 86_400_000;
+/** The injected clock: every age below is measured back from here. */
+const NOW = new Date('2026-06-01T12:00:00.000Z');
+const ago = (days: number, extraMs = 0): string =>
+  new Date(NOW.getTime() - days * DAY + extraMs).toISOString();
+const POLICY: RetentionPolicy = {
+  logs: { ms: 30 * DAY, text: '30d' },
+  rollups: { ms: 400 * DAY, text: '400d' },
+};
+
+describe('retention periods', () => {
+  it.each([
+    ['30d', 30 * DAY, '30d'],
+    ['400 days', 400 * DAY, '400d'],
+    ['48h', 2 * DAY, '2d'],
+    ['36 hours', 36 * 3_600_000, '36h'],
+    ['forever', null, 'forever'],
+    ['FOREVER', null, 'forever'],
+  ] as const)('%s is kept %s ms', (text, ms, canonical) => {
+    expect(parseRetentionPeriod(text)).toEqual({ ok: true, ms, canonical });
+  });
+
+  it.each(['0d', '30', '30m', '1.5d', '-3d', '36501d', '', 'never'])(
+    '%s is refused with the forms',
+    (text) => {
+      const parsed = parseRetentionPeriod(text);
+      expect(parsed.ok).toBe(false);
+      if (!parsed.ok) expect(parsed.message).toMatch(/"30d".*forever/);
+    },
+  );
+
+  it('forever has no cutoff; a period cuts at now minus the period', () => {
+    expect(cutoff({ ms: null, text: 'forever' }, NOW)).toBeNull();
+    expect(cutoff(POLICY.logs, NOW)).toBe(ago(30));
+  });
+});
+
+for (const fixture of databases) {
+  describe.skipIf(!fixture.available)(`purgeOnce on ${fixture.name}`, () => {
+    let opened: OpenedDatabase;
+    let store: Store;
+
+    beforeAll(async () => {
+      opened = await fixture.create();
+      store = opened.store;
+    });
+    afterAll(async () => {
+      await opened?.cleanup();
+    });
+
+    it('deletes logs, anomalies and finished events past log_retention, rollups past rollup_retention, nothing newer', async () => {
+      const { account } = await newAccount(store);
+      const other = (await newAccount(store)).account;
+      const oldLogs = Array.from({ length: 23 }, (_, i) =>
+        requestLogEntry({ accountId: account.id, timestamp: ago(31, i) }),
+      );
+      const keptLogs = [
+        requestLogEntry({ accountId: account.id, timestamp: ago(30, 1) }),
+        requestLogEntry({ accountId: other.id, timestamp: ago(1) }),
+      ];
+      const unmatchedOld = requestLogEntry({ accountId: null, timestamp: ago(40) });
+      const unmatchedNew = requestLogEntry({ accountId: null, timestamp: ago(2) });
+      await store.requestLogs.insertMany([...oldLogs, ...keptLogs, unmatchedOld, unmatchedNew]);
+      const oldAnomaly = anomalyEntry(account.id, 'tok_x', { timestamp: ago(35) });
+      const newAnomaly = anomalyEntry(account.id, 'tok_x', { timestamp: ago(3) });
+      await store.anomalies.insertMany([oldAnomaly, newAnomaly]);
+
+      await store.events.append(
+        [
+          { id: 'evt_old_done', accountId: account.id, type: 'token.revoked', createdAt: ago(40), data: {} },
+          {
+            id: 'evt_old_pending',
+            accountId: account.id,
+            type: 'token.revoked',
+            createdAt: ago(40),
+            data: {},
+          },
+          { id: 'evt_new_done', accountId: account.id, type: 'token.revoked', createdAt: ago(1), data: {} },
+        ],
+        { emailTypes: [] },
+      );
+      // Deliveries: the old finished one (with an attempt row) goes with its event, the pending one keeps its event.
+      const deliveries = [
+        ['dlv_old_done', 'evt_old_done', 'delivered'],
+        ['dlv_old_pending', 'evt_old_pending', 'pending'],
+        ['dlv_new_done', 'evt_new_done', 'failed'],
+      ] as const;
+      for (const [id, eventId, status] of deliveries) {
+        await rawQuery(
+          fixture.name,
+          opened,
+          `insert into deliveries (id, event_id, account_id, channel, webhook_id, email_to, status, attempts, next_attempt_at, locked_until, last_error, created_at, completed_at)
+           values (?, ?, ?, 'webhook', 'wh_x', null, ?, 1, ?, null, null, ?, null)`,
+          [id, eventId, account.id, status, ago(40), ago(40)],
+        );
+      }
+      await rawQuery(
+        fixture.name,
+        opened,
+        `insert into delivery_attempts (delivery_id, attempt, account_id, attempted_at, status_code, duration_ms, error_class) values ('dlv_old_done', 1, ?, ?, 200, 12, null)`,
+        [account.id, ago(40)],
+      );
+      await store.usageRollups.add([
+        { accountId: account.id, hour: '2025-04-01T00:00:00.000Z', outcome: 'forwarded', requests: 5 },
+        { accountId: account.id, hour: '2025-04-01T00:00:00.000Z', outcome: 'ip_backoff', requests: 1 },
+        {
+          accountId: account.id,
+          hour: ago(399).slice(0, 13) + ':00:00.000Z',
+          outcome: 'forwarded',
+          requests: 7,
+        },
+      ]);
+
+      const pauses: number[] = [];
+      const report = await purgeOnce({
+        repo: store.retention,
+        policy: POLICY,
+        now: NOW,
+        batchSize: 5,
+        pause: () => {
+          pauses.push(1);
+          return Promise.resolve();
+        },
+        vacuumPages: 100,
+      });
+      expect(report).toMatchObject({ requestLogs: 24, anomalies: 1, events: 1, rollups: 2 });
+      // 23 old rows of one account in batches of 5: four full batches, each followed by a pause.
+      expect(pauses.length).toBeGreaterThanOrEqual(4);
+
+      const ids = async (table: string): Promise<string[]> =>
+        (await rawQuery(fixture.name, opened, `select id from ${table} order by id`)).map((r) =>
+          String(r.id),
+        );
+      expect(await ids('request_logs')).toEqual([...keptLogs, unmatchedNew].map((e) => e.id).sort());
+      expect(await ids('anomalies')).toEqual([newAnomaly.id]);
+      expect(await ids('events')).toEqual(['evt_new_done', 'evt_old_pending']);
+      expect(await ids('deliveries')).toEqual(['dlv_new_done', 'dlv_old_pending']);
+      expect(await rawQuery(fixture.name, opened, 'select * from delivery_attempts')).toEqual([]);
+      const rollups = await rawQuery(fixture.name, opened, 'select requests from usage_rollups');
+      expect(rollups.map((r) => Number(r.requests))).toEqual([7]);
+
+      // A second pass finds nothing more: it continues where the first stopped, and is idempotent.
+      const again = await purgeOnce({
+        repo: store.retention,
+        policy: POLICY,
+        now: NOW,
+        batchSize: 5,
+        pause: () => Promise.resolve(),
+        vacuumPages: 100,
+      });
+      expect(again).toMatchObject({ requestLogs: 0, anomalies: 0, events: 0, rollups: 0 });
+    });
+
+    it('forever keeps everything', async () => {
+      const { account } = await newAccount(store);
+      await store.requestLogs.insertMany([requestLogEntry({ accountId: account.id, timestamp: ago(4000) })]);
+      const report = await purgeOnce({
+        repo: store.retention,
+        policy: { logs: { ms: null, text: 'forever' }, rollups: { ms: null, text: 'forever' } },
+        now: NOW,
+        batchSize: 5,
+        pause: () => Promise.resolve(),
+        vacuumPages: 100,
+      });
+      expect(report).toMatchObject({ requestLogs: 0, anomalies: 0, events: 0, rollups: 0 });
+      const rows = await rawQuery(fixture.name, opened, 'select id from request_logs where account_id = ?', [
+        account.id,
+      ]);
+      expect(rows).toHaveLength(1);
+    });
+  });
+}
