@@ -416,4 +416,6 @@ export interface KekRepo {
    * rotated or deleted meanwhile is left as it is). Returns whether it was replaced.
    */
   replaceEnvelope(ref: EnvelopeRef, rewrapped: Buffer): Promise<boolean>;
+  /** Pushes the envelopes replaced by rewrapping out of the live files (PostgreSQL: VACUUM FULL). */
+  purgeDead(): Promise<void>;
 }

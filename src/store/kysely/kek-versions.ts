@@ -176,6 +176,10 @@ export class KyselyKekRepo implements KekRepo {
     return result.numUpdatedRows > 0n;
   }
 
+  async purgeDead(): Promise<void> {
+    await this.ctx.dialect.purgeDestroyedSecrets(this.ctx.db, ENVELOPE_TABLES);
+  }
+
   async sampleEnvelope(kekId: string): Promise<EnvelopeRef | undefined> {
     const key = await this.ctx.db
       .selectFrom('provider_keys')
