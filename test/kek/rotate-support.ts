@@ -1,13 +1,15 @@
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { loadConfig } from '../../src/config/load.js';
 import { openStore } from '../../src/store/open.js';
-import { openKek } from '../../src/vault/open-kek.js';
 import { BIN } from '../support/cli.js';
 import { filesUnder } from '../support/files.js';
 import { createToken, type KekWorld, type Session } from './support.js';
+
+const run = promisify(execFile);
 
 /** What the `kek rotate` / `kek migrate` tests share: a store full of keys, traffic, checks. */
 
@@ -128,30 +130,41 @@ export async function kekVersions(
 
 /**
  * Opens every provider-key envelope of the store with the KEK as a fresh start would load it, and
- * returns the real keys (sorted): proof that nothing was lost or left under a destroyed KEK.
+ * returns the real keys (sorted): proof that nothing was lost or left under a destroyed KEK. Runs
+ * in a child process on the built modules, like the binary: a PKCS#11 library is initialised once
+ * per process, for one SOFTHSM2_CONF.
  */
 export async function decryptAll(world: KekWorld, env: Record<string, string>): Promise<string[]> {
-  const config = configOf(world, env);
-  const store = await openStore({ database: config.database, dataDir: config.dataDir });
-  try {
+  const dist = (file: string) => JSON.stringify(new URL(`../../dist/${file}`, import.meta.url).href);
+  const script = `
+    import { loadConfig } from ${dist('config/load.js')};
+    import { openStore } from ${dist('store/open.js')};
+    import { openKek } from ${dist('vault/open-kek.js')};
+    const env = JSON.parse(process.env.KEK_TEST_ENV);
+    const config = loadConfig({ flags: JSON.parse(process.env.KEK_TEST_FLAGS), env });
+    const store = await openStore({ database: config.database, dataDir: config.dataDir });
     const vault = await openKek(config, env, store);
-    try {
-      const out: string[] = [];
-      for (const kekId of (await store.keks.envelopeCounts()).keys()) {
-        for (const ref of await store.keks.envelopesUnder(kekId, 10_000)) {
-          if (ref.table !== 'provider_keys') continue;
-          const plain = await vault.decrypt(ref.envelope, ref);
-          out.push(plain.toString('utf8'));
-          plain.fill(0);
-        }
+    const out = [];
+    for (const kekId of (await store.keks.envelopeCounts()).keys()) {
+      for (const ref of await store.keks.envelopesUnder(kekId, 10000)) {
+        if (ref.table !== 'provider_keys') continue;
+        out.push((await vault.decrypt(ref.envelope, ref)).toString('utf8'));
       }
-      return out.sort();
-    } finally {
-      await vault.close();
     }
-  } finally {
+    await vault.close();
     await store.close();
-  }
+    process.stdout.write(JSON.stringify(out));
+  `;
+  const flags = { data_dir: world.dataDir, ...(world.database === undefined ? {} : { database: world.database }) };
+  const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      ...env,
+      KEK_TEST_ENV: JSON.stringify(env),
+      KEK_TEST_FLAGS: JSON.stringify(flags),
+    },
+  });
+  return (JSON.parse(stdout) as string[]).sort();
 }
 
 function configOf(world: KekWorld, env: Record<string, string>) {
