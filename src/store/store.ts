@@ -380,11 +380,16 @@ export interface KekVersion {
   readonly label: string | null;
   /** A vault envelope of a known plaintext sealed under this KEK. */
   readonly canary: Buffer;
+  /**
+   * The MAC keys inherited from the version this one replaced, as a vault envelope under this
+   * version; null for a store's first version (its MAC keys derive from its KEK).
+   */
+  readonly macKeys: Buffer | null;
   readonly createdAt: string;
   readonly retiredAt: string | null;
 }
 
-export type NewKekVersion = Omit<KekVersion, 'retiredAt'>;
+export type NewKekVersion = Omit<KekVersion, 'retiredAt' | 'macKeys'> & { readonly macKeys?: Buffer | null };
 
 /** One stored envelope with what the vault binds it to. */
 export interface EnvelopeRef {

@@ -1,5 +1,6 @@
 import type { Store } from '../store/store.js';
 import { sealCanary } from './kek-check.js';
+import { inheritMacKeys } from './mac-keys.js';
 import { rewrapEnvelope, type KeyEncryptionKey, type Vault } from './vault.js';
 
 /**
@@ -37,6 +38,8 @@ export async function migrateEnvelopes(
       provider: to.provider,
       label: to.label,
       canary: await sealCanary(to.vault),
+      // Idempotency records made before the migration must still match their retries.
+      macKeys: await inheritMacKeys(from.kek, to.vault),
       createdAt: now().toISOString(),
     });
   }

@@ -3,6 +3,7 @@ import type { KekVersion, Store } from '../store/store.js';
 import { sealCanary } from './kek-check.js';
 import { KekError } from './kek-error.js';
 import { WRITE_VIEW_MAX_AGE_MS } from './keyring.js';
+import { inheritMacKeys } from './mac-keys.js';
 import type { OpenedKek } from './open-kek.js';
 import { createEnvelopeVault, rewrapEnvelope, type KeyEncryptionKey } from './vault.js';
 
@@ -64,11 +65,15 @@ export async function rotateKek(
   } else {
     const next = await versions.makeNext();
     const id = next.fingerprint.toString('hex');
+    const current = live[0] === undefined ? undefined : keyring.kekFor(live[0].id);
+    const nextVault = createEnvelopeVault(next);
     const recorded = await store.keks.add({
       id,
       provider: versions.provider,
       label: versions.label,
-      canary: await sealCanary(createEnvelopeVault(next)),
+      canary: await sealCanary(nextVault),
+      // Idempotency records made before the rotation must still match their retries.
+      macKeys: current === undefined || current.fingerprint.equals(next.fingerprint) ? null : await inheritMacKeys(current, nextVault),
       createdAt: now().toISOString(),
     });
     resumed = !recorded;

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { KekRepo, KekVersion } from '../store/store.js';
 import { opensCanary } from './kek-check.js';
+import { withInheritedMacKeys } from './mac-keys.js';
 import {
   createEnvelopeVault,
   envelopeKekId,
@@ -53,11 +54,15 @@ export interface KeyringOptions {
 interface Held {
   readonly kek: KeyEncryptionKey;
   readonly vault: Vault;
+  /** Whether the version's inherited MAC keys (if any) are applied: its record was read. */
+  readonly recorded: boolean;
 }
 
 export function createKeyring(options: KeyringOptions): Keyring {
   const primaryVault = createEnvelopeVault(options.primary);
-  const held = new Map<string, Held>([[primaryVault.kekId, { kek: options.primary, vault: primaryVault }]]);
+  const held = new Map<string, Held>([
+    [primaryVault.kekId, { kek: options.primary, vault: primaryVault, recorded: false }],
+  ]);
   let writeId = primaryVault.kekId;
   /** Set when the newest live version cannot be loaded here: writes are refused, not sealed under an older one. */
   let writeBlocked: string | undefined;
@@ -69,7 +74,9 @@ export function createKeyring(options: KeyringOptions): Keyring {
     const versions = await options.keks.list();
     const live = versions.filter((v) => v.retiredAt === null);
     for (const version of live) {
-      if (!held.has(version.id)) await tryLoad(version);
+      const entry = held.get(version.id);
+      if (entry === undefined) await tryLoad(version);
+      else if (!entry.recorded) held.set(version.id, await recorded(entry.kek, entry.vault, version));
     }
     for (const version of versions) {
       // A retired version's KEK is not kept in memory: destroying it must leave nothing usable.
@@ -106,12 +113,18 @@ export function createKeyring(options: KeyringOptions): Keyring {
       const vault = createEnvelopeVault(kek);
       // Proven by its canary, like the configured KEK at start: a matching id only suggests it.
       if (vault.kekId === version.id && (await opensCanary(vault, version))) {
-        held.set(version.id, { kek, vault });
+        held.set(version.id, await recorded(kek, vault, version));
         options.logger?.info({ kek_id: version.id, kek: version.provider }, 'KEK version loaded');
         return;
       }
       options.logger?.warn({ kek_id: version.id }, 'a key with this KEK id does not open its canary');
     }
+  }
+
+  async function recorded(kek: KeyEncryptionKey, vault: Vault, version: KekVersion): Promise<Held> {
+    if (version.macKeys === null) return { kek, vault, recorded: true };
+    const macKek = await withInheritedMacKeys(kek, vault, version);
+    return { kek: macKek, vault: createEnvelopeVault(macKek), recorded: true };
   }
 
   let tail: Promise<void> = Promise.resolve();

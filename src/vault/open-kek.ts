@@ -70,8 +70,10 @@ export async function openMigration(
     if (recorded !== undefined && !(await opensCanary(vault, recorded))) {
       throw new KekError('pkcs11_key_label', `the HSM key "${label}" does not open its record in the store.`);
     }
-    const { handle: from, opened } = await openLocal(config, env, store, logger, [vault.kekId]);
+    const { handle, opened } = await openLocal(config, env, store, logger, [vault.kekId]);
     await opened.keyring.close();
+    // The keyring's KEK of the version carries the MAC keys it inherited, which the HSM's inherits in turn.
+    const from = { ...handle, kek: opened.keyring.kekFor(handle.vault.kekId) ?? handle.kek };
     return { from, to: { kek, vault, provider: 'pkcs11', label } };
   } catch (err) {
     await vault.close();

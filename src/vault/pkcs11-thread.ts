@@ -24,7 +24,7 @@ if (port === null) throw new Error('pkcs11-thread runs only as a worker thread')
 
 const TAG_BITS = 128;
 const NONCE_LEN = 12;
-/** After a failure, the library is re-initialised at most this often, however many requests wait. */
+/** After a reopen failed, the library is re-initialised at most this often, however many requests wait. */
 const REOPEN_EVERY_MS = 1000;
 
 class SettingError extends Error {
@@ -222,9 +222,6 @@ function start(): { created: boolean } {
  * until it is finalized and initialized again: so everything is reopened from scratch.
  */
 function reopen(): Buffer {
-  const now = Date.now();
-  if (now - lastReopen < REOPEN_EVERY_MS) throw new Error('the HSM failed moments ago; not retried yet');
-  lastReopen = now;
   if (initialized) {
     try {
       lib.C_Finalize();
@@ -368,27 +365,50 @@ function run(s: Buffer, message: ToHsm): Buffer | null {
   }
 }
 
+/** Blocks this thread (never the event loop): a short pause before trying the HSM again. */
+function pause(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+/**
+ * Runs one request. A failure of a session that had worked is retried on a reopened library, a few
+ * times over ~100 ms: another process changing the token (a `kek rotate` destroying or relabelling
+ * a key) can make one read fail. Only a reopen that fails marks the HSM down, and then requests fail
+ * at once until REOPEN_EVERY_MS has passed, however many wait.
+ */
 function answer(message: ToHsm): FromHsm {
-  for (let attempt = 0; attempt < 2; attempt++) {
+  let failure = 'HSM unavailable';
+  for (let attempt = 0; attempt < 3; attempt++) {
+    if (session === undefined) {
+      if (Date.now() - lastReopen < REOPEN_EVERY_MS) {
+        return unavailable(message, 'the HSM failed moments ago; not retried yet');
+      }
+      try {
+        session = reopen();
+      } catch (err) {
+        lastReopen = Date.now();
+        return unavailable(message, describe(err));
+      }
+    }
     try {
-      session ??= reopen();
-      const value = run(session, message);
-      return { id: message.id, ok: true, value };
+      return { id: message.id, ok: true, value: run(session, message) };
     } catch (err) {
       session = undefined;
-      // Only a failure of a session that had worked is retried at once; a failed reopen is not.
-      if (attempt === 0 && !(err instanceof Error && err.message.startsWith('the HSM failed moments ago'))) {
-        lastReopen = 0;
-        continue;
-      }
-      const what =
-        err instanceof SettingError || (err instanceof Error && err.message.includes('KEK'))
-          ? err.message
-          : pkcs11Code(err);
-      return { id: message.id, ok: false, kind: 'unavailable', message: `HSM ${message.op} failed: ${what}` };
+      failure = describe(err);
+      if (attempt < 2) pause(attempt === 0 ? 10 : 90);
     }
   }
-  return { id: message.id, ok: false, kind: 'unavailable', message: 'HSM unavailable' };
+  return unavailable(message, failure);
+}
+
+function describe(err: unknown): string {
+  return err instanceof SettingError || (err instanceof Error && err.message.includes('KEK'))
+    ? err.message
+    : pkcs11Code(err);
+}
+
+function unavailable(message: ToHsm, what: string): FromHsm {
+  return { id: message.id, ok: false, kind: 'unavailable', message: `HSM ${message.op} failed: ${what}` };
 }
 
 try {

@@ -1,6 +1,7 @@
 import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { loadConfig } from '../../src/config/load.js';
@@ -63,7 +64,11 @@ export function traffic(
       const { token, realKey } = filled.tokens[i % filled.tokens.length] ?? { token: '', realKey: '' };
       const res = await session.proxy(token);
       const got = world.mock.received.at(-1)?.headers.authorization;
-      if (res.status !== 200) failures.push(`request ${i}: ${res.status} ${res.body.slice(0, 200)}`);
+      if (res.status !== 200) {
+        // What the server logged about it (never a key: the logs hold ids and error codes).
+        const logged = session.server.stderr().split('\n').filter((l) => /KEK|HSM|decrypt/.test(l)).slice(-3);
+        failures.push(`request ${i}: ${res.status} ${res.body.slice(0, 200)} ${logged.join(' | ')}`);
+      }
       else if (got !== `Bearer ${realKey}`) failures.push(`request ${i}: the provider received another key`);
       else ok++;
     }
@@ -156,7 +161,11 @@ export async function decryptAll(world: KekWorld, env: Record<string, string>): 
     process.stdout.write(JSON.stringify(out));
   `;
   const flags = { data_dir: world.dataDir, ...(world.database === undefined ? {} : { database: world.database }) };
-  const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], {
+  // A file, not `-e`: the HSM thread would inherit `--input-type` and refuse to start.
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'tokenproxy-decrypt-'));
+  const file = path.join(dir, 'decrypt.mjs');
+  await writeFile(file, script);
+  const { stdout } = await run(process.execPath, [file], {
     env: {
       PATH: process.env.PATH ?? '',
       ...env,
@@ -164,6 +173,7 @@ export async function decryptAll(world: KekWorld, env: Record<string, string>): 
       KEK_TEST_FLAGS: JSON.stringify(flags),
     },
   });
+  await rm(dir, { recursive: true, force: true });
   return (JSON.parse(stdout) as string[]).sort();
 }
 

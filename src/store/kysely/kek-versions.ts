@@ -25,6 +25,7 @@ export class KyselyKekRepo implements KekRepo {
       provider: row.provider,
       label: row.label,
       canary: Buffer.from(row.canary),
+      macKeys: row.mac_keys === null ? null : Buffer.from(row.mac_keys),
       createdAt: row.created_at,
       retiredAt: row.retired_at,
     }));
@@ -48,6 +49,7 @@ export class KyselyKekRepo implements KekRepo {
           provider: version.provider,
           label: version.label,
           canary: version.canary,
+          mac_keys: version.macKeys ?? null,
           created_at: version.createdAt,
           retired_at: null,
         })

@@ -9,6 +9,7 @@ import * as m0006 from './0006_request_log_error_code.js';
 import * as m0007 from './0007_kek_versions.js';
 import * as m0008 from './0008_dashboard_sessions.js';
 import * as m0009 from './0009_usage_rollups.js';
+import * as m0011 from './0011_kek_mac_keys.js';
 
 /** A migration module: plain Kysely DDL, branching on the dialect only for column types. */
 interface MigrationModule {
@@ -31,6 +32,7 @@ const MIGRATIONS: Readonly<Record<string, MigrationModule>> = {
   '0007_kek_versions': m0007,
   '0008_dashboard_sessions': m0008,
   '0009_usage_rollups': m0009,
+  '0011_kek_mac_keys': m0011,
 };
 
 export function migrationProvider(dialect: DialectName): MigrationProvider {
