@@ -1,5 +1,7 @@
 import type { Store } from '../store/store.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { sealCanary } from './kek-check.js';
+import { SETTLE_MS } from './kek-rotate.js';
 import { inheritMacKeys } from './mac-keys.js';
 import { rewrapEnvelope, type KeyEncryptionKey, type Vault } from './vault.js';
 
@@ -44,16 +46,26 @@ export async function migrateEnvelopes(
     });
   }
   let moved = 0;
-  for (;;) {
-    const batch = await store.keks.envelopesUnder(from.vault.kekId, options.batchSize);
-    if (batch.length === 0) break;
-    for (const ref of batch) {
-      const rewrapped = await rewrapEnvelope(ref.envelope, ref, from.kek, to.kek);
-      // False when the row changed meanwhile: the next batch sees it again if still under `from`.
-      if (await store.keks.replaceEnvelope(ref, rewrapped)) moved++;
+  const sweep = async (): Promise<void> => {
+    for (;;) {
+      const batch = await store.keks.envelopesUnder(from.vault.kekId, options.batchSize);
+      if (batch.length === 0) return;
+      for (const ref of batch) {
+        const rewrapped = await rewrapEnvelope(ref.envelope, ref, from.kek, to.kek);
+        // False when the row changed meanwhile: the next batch sees it again if still under `from`.
+        if (await store.keks.replaceEnvelope(ref, rewrapped)) moved++;
+      }
+      options.onBatch?.(moved);
     }
-    options.onBatch?.(moved);
-  }
+  };
+  await sweep();
+  // A server running beside the migration (with the pkcs11 settings) may still seal under the local
+  // version for a moment after the HSM version was recorded: wait that out, like kek rotate.
+  const target = (await store.keks.list()).find((v) => v.id === to.vault.kekId);
+  const wait = target === undefined ? 0 : Date.parse(target.createdAt) + SETTLE_MS - now().getTime();
+  if (wait > 0) await sleep(Math.min(wait, SETTLE_MS));
+  await sweep();
   await store.keks.retire(from.vault.kekId, now().toISOString());
+  await store.keks.purgeDead();
   return { moved };
 }

@@ -73,7 +73,10 @@ export async function rotateKek(
       label: versions.label,
       canary: await sealCanary(nextVault),
       // Idempotency records made before the rotation must still match their retries.
-      macKeys: current === undefined || current.fingerprint.equals(next.fingerprint) ? null : await inheritMacKeys(current, nextVault),
+      macKeys:
+        current === undefined || current.fingerprint.equals(next.fingerprint)
+          ? null
+          : await inheritMacKeys(current, nextVault),
       createdAt: now().toISOString(),
     });
     resumed = !recorded;

@@ -67,12 +67,14 @@ export function createKeyring(options: KeyringOptions): Keyring {
   /** Set when the newest live version cannot be loaded here: writes are refused, not sealed under an older one. */
   let writeBlocked: string | undefined;
   let viewAt = 0;
+  let liveVersions: readonly KekVersion[] = [];
   let closed = false;
 
   async function reload(): Promise<void> {
     const startedAt = Date.now();
     const versions = await options.keks.list();
     const live = versions.filter((v) => v.retiredAt === null);
+    liveVersions = live;
     for (const version of live) {
       const entry = held.get(version.id);
       if (entry === undefined) await tryLoad(version);
@@ -173,9 +175,19 @@ export function createKeyring(options: KeyringOptions): Keyring {
       // An envelope rewrapped by a rotation in another process: its version is loaded once, here.
       await refresh().catch(() => undefined);
     }
-    return (
-      (id === null ? undefined : held.get(id)?.vault) ?? (held.get(writeId) ?? { vault: primaryVault }).vault
-    );
+    const found = id === null ? undefined : held.get(id)?.vault;
+    if (found !== undefined) return found;
+    const live = liveVersions.find((v) => v.id === id);
+    if (live !== undefined) {
+      // The store's own KEK version, which this process cannot load (an HSM it has no settings for):
+      // the server must be given them, a retry will not do; still not a 500 nor a wrong key.
+      throw new VaultError(
+        'kek_unavailable',
+        `KEK version ${live.id} (${live.provider}) is in use in the store but cannot be loaded by this process`,
+      );
+    }
+    // Not a version of this store: the vault of the current version says why it does not open.
+    return (held.get(writeId) ?? { vault: primaryVault }).vault;
   }
 
   return {

@@ -46,7 +46,8 @@ export async function withInheritedMacKeys(
   const inherited = new Map<string, Buffer>();
   try {
     const parsed = JSON.parse(plaintext.toString('utf8')) as Record<string, string>;
-    for (const [purpose, value] of Object.entries(parsed)) inherited.set(purpose, Buffer.from(value, 'base64'));
+    for (const [purpose, value] of Object.entries(parsed))
+      inherited.set(purpose, Buffer.from(value, 'base64'));
   } finally {
     plaintext.fill(0);
   }

@@ -7,8 +7,8 @@ import { opensCanary, verifyKek, type KekSource } from './kek-check.js';
 import type { KekHandle } from './kek-migrate.js';
 import { KekError } from './kek-error.js';
 import { MASTER_KEY_ENV, MASTER_KEY_FILE, createLocalKek, loadLocalKek } from './local-kek.js';
-import { openPkcs11Kek } from './pkcs11-kek.js';
-import { createKeyring, type Keyring } from './keyring.js';
+import { openPkcs11Kek, type Pkcs11Kek } from './pkcs11-kek.js';
+import { createKeyring, type KekLoader, type Keyring } from './keyring.js';
 import { localVersions, pkcs11Versions, type KekVersionStore } from './kek-versions.js';
 import { createEnvelopeVault } from './vault.js';
 
@@ -70,7 +70,14 @@ export async function openMigration(
     if (recorded !== undefined && !(await opensCanary(vault, recorded))) {
       throw new KekError('pkcs11_key_label', `the HSM key "${label}" does not open its record in the store.`);
     }
-    const { handle, opened } = await openLocal(config, env, store, logger, [vault.kekId]);
+    // Without the pkcs11 settings: this process holds the HSM already, and one library per process.
+    const { handle, opened } = await openLocal(
+      { dataDir: config.dataDir, pkcs11: undefined },
+      env,
+      store,
+      logger,
+      [vault.kekId],
+    );
     await opened.keyring.close();
     // The keyring's KEK of the version carries the MAC keys it inherited, which the HSM's inherits in turn.
     const from = { ...handle, kek: opened.keyring.kekFor(handle.vault.kekId) ?? handle.kek };
@@ -82,7 +89,7 @@ export async function openMigration(
 }
 
 async function openLocal(
-  config: Pick<Config, 'dataDir'>,
+  config: Pick<Config, 'dataDir' | 'pkcs11'>,
   env: Readonly<Record<string, string | undefined>>,
   store: Store,
   logger: Logger | undefined,
@@ -96,7 +103,14 @@ async function openLocal(
   const vault = createEnvelopeVault(localKek);
   kek.fill(0);
   const versions = localVersions(config.dataDir);
-  const keyring = createKeyring({ keks: store.keks, primary: localKek, loaders: [versions], logger });
+  const hsm = config.pkcs11 === undefined ? undefined : lazyHsm(config.pkcs11);
+  const keyring = createKeyring({
+    keks: store.keks,
+    primary: localKek,
+    loaders: hsm === undefined ? [versions] : [versions, hsm],
+    closers: hsm === undefined ? [] : [() => hsm.close()],
+    logger,
+  });
   const source: KekSource =
     envValue !== undefined
       ? {
@@ -180,6 +194,32 @@ async function openPkcs11(
   }
   if (kek.created) logger?.info({ kek_id: vault.kekId, label }, 'KEK created in the HSM');
   return { keyring, versions };
+}
+
+/**
+ * The HSM of a local store's pkcs11 settings, opened only when the store names a version the data
+ * dir does not have: the version a `kek migrate --to pkcs11` beside a running server makes.
+ */
+function lazyHsm(settings: NonNullable<Config['pkcs11']>): KekLoader & { close(): Promise<void> } {
+  let opening: Promise<Pkcs11Kek> | undefined;
+  return {
+    async load(kekId) {
+      opening ??= openPkcs11Kek({ ...settings, create: false });
+      let hsm: Pkcs11Kek;
+      try {
+        hsm = await opening;
+      } catch (err) {
+        opening = undefined;
+        throw err;
+      }
+      return hsm.fingerprint.toString('hex') === kekId ? hsm : hsm.load(kekId);
+    },
+    async close() {
+      const open = opening;
+      opening = undefined;
+      if (open !== undefined) await (await open.catch(() => undefined))?.close();
+    },
+  };
 }
 
 async function exists(path: string): Promise<boolean> {

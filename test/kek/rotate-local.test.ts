@@ -1,6 +1,7 @@
 import { readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli.js';
 import {
@@ -12,7 +13,14 @@ import {
   plaintextFound,
   traffic,
 } from './rotate-support.js';
-import { createWorld, startSession, storeSnapshot, TEST_DATABASE_URL, type KekWorld } from './support.js';
+import {
+  createWorld,
+  startSession,
+  storeSnapshot,
+  TEST_DATABASE_URL,
+  type KekWorld,
+  type Session,
+} from './support.js';
 
 /** Issue 16 item 3: `tokenproxy kek rotate` with the local KEK, while `serve` runs on the same store. */
 
@@ -37,6 +45,12 @@ for (const dialect of dialects) {
         const masterBefore = await readFile(path.join(world.dataDir, 'master.key'));
         const [oldId] = await envelopeKekIds(world);
         expect(await kekVersions(world)).toEqual([{ id: oldId, retired: false, provider: 'local' }]);
+
+        // A create whose answer was lost, retried with the same Idempotency-Key after the rotation:
+        // the record made under the old version must still match (replayed, not a conflict).
+        const idempotent = { name: 'idem', provider: 'openai', real_key: 'sk-rot-idem-real-provider-key' };
+        const firstTry = await postWithKey(session, '/v1/keys', idempotent, 'rotate-idem-1');
+        expect(firstTry.status).toBe(201);
 
         const flow = traffic(world, session, filled);
         let rotating = true;
@@ -90,7 +104,17 @@ for (const dialect of dialects) {
         const again = await flowedAgain.stop();
         expect(again.failures).toEqual([]);
 
-        const all = [...filled.realKeys, ...written, 'sk-rot-after-real-provider-key'].sort();
+        const retry = await postWithKey(session, '/v1/keys', idempotent, 'rotate-idem-1');
+        expect(retry.status).toBe(201);
+        expect(retry.replayed).toBe('true');
+        expect(retry.body).toBe(firstTry.body);
+
+        const all = [
+          ...filled.realKeys,
+          ...written,
+          'sk-rot-after-real-provider-key',
+          'sk-rot-idem-real-provider-key',
+        ].sort();
         expect(await decryptAll(world, {})).toEqual(all);
         expect(await plaintextFound(world, all)).toEqual([]);
       } finally {
@@ -153,6 +177,30 @@ for (const dialect of dialects) {
       }
     });
   });
+}
+
+async function postWithKey(
+  session: Session,
+  url: string,
+  body: unknown,
+  key: string,
+): Promise<{ status: number; body: string; replayed: string | undefined }> {
+  const res = await request(`${session.server.apiUrl}${url}`, {
+    method: 'POST',
+    dispatcher: session.dispatcher,
+    headers: {
+      authorization: `Bearer ${session.apiKey}`,
+      'content-type': 'application/json',
+      'idempotency-key': key,
+    },
+    body: JSON.stringify(body),
+  });
+  const replayed = res.headers['idempotent-replayed'];
+  return {
+    status: res.statusCode,
+    body: await res.body.text(),
+    replayed: typeof replayed === 'string' ? replayed : undefined,
+  };
 }
 
 describe('kek rotate refuses what it cannot rotate', { timeout: 120_000 }, () => {

@@ -66,10 +66,14 @@ export function traffic(
       const got = world.mock.received.at(-1)?.headers.authorization;
       if (res.status !== 200) {
         // What the server logged about it (never a key: the logs hold ids and error codes).
-        const logged = session.server.stderr().split('\n').filter((l) => /KEK|HSM|decrypt/.test(l)).slice(-3);
+        const logged = session.server
+          .stderr()
+          .split('\n')
+          .filter((l) => /KEK|HSM|decrypt/.test(l))
+          .slice(-3);
         failures.push(`request ${i}: ${res.status} ${res.body.slice(0, 200)} ${logged.join(' | ')}`);
-      }
-      else if (got !== `Bearer ${realKey}`) failures.push(`request ${i}: the provider received another key`);
+      } else if (got !== `Bearer ${realKey}`)
+        failures.push(`request ${i}: the provider received another key`);
       else ok++;
     }
   })();
@@ -160,7 +164,10 @@ export async function decryptAll(world: KekWorld, env: Record<string, string>): 
     await store.close();
     process.stdout.write(JSON.stringify(out));
   `;
-  const flags = { data_dir: world.dataDir, ...(world.database === undefined ? {} : { database: world.database }) };
+  const flags = {
+    data_dir: world.dataDir,
+    ...(world.database === undefined ? {} : { database: world.database }),
+  };
   // A file, not `-e`: the HSM thread would inherit `--input-type` and refuse to start.
   const dir = await mkdtemp(path.join(os.tmpdir(), 'tokenproxy-decrypt-'));
   const file = path.join(dir, 'decrypt.mjs');
