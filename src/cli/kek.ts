@@ -35,7 +35,7 @@ export function registerKekCommands(program: Command, hooks: KekCommandHooks): v
       kek
         .command('migrate')
         .description(
-          'Move every data key of a local-KEK store under a KEK in an HSM (run with the server stopped; resumable)',
+          'Move every data key of a local-KEK store under a KEK in an HSM (resumable; servers may keep running if they were given the pkcs11 settings)',
         )
         .addOption(
           new Option('--to <provider>', 'the KEK provider to move to')
