@@ -1,7 +1,6 @@
 import type { Store } from '../store/store.js';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { sealCanary } from './kek-check.js';
-import { SETTLE_MS } from './kek-rotate.js';
+import { drain } from './kek-rotate.js';
 import { inheritMacKeys } from './mac-keys.js';
 import { rewrapEnvelope, type KeyEncryptionKey, type Vault } from './vault.js';
 
@@ -46,6 +45,7 @@ export async function migrateEnvelopes(
     });
   }
   let moved = 0;
+  let lastMoveAt = 0;
   const sweep = async (): Promise<void> => {
     for (;;) {
       const batch = await store.keks.envelopesUnder(from.vault.kekId, options.batchSize);
@@ -53,18 +53,19 @@ export async function migrateEnvelopes(
       for (const ref of batch) {
         const rewrapped = await rewrapEnvelope(ref.envelope, ref, from.kek, to.kek);
         // False when the row changed meanwhile: the next batch sees it again if still under `from`.
-        if (await store.keks.replaceEnvelope(ref, rewrapped)) moved++;
+        if (await store.keks.replaceEnvelope(ref, rewrapped)) {
+          moved++;
+          lastMoveAt = Date.now();
+        }
       }
       options.onBatch?.(moved);
     }
   };
   await sweep();
-  // A server running beside the migration (with the pkcs11 settings) may still seal under the local
-  // version for a moment after the HSM version was recorded: wait that out, like kek rotate.
+  // Servers running beside the migration (with the pkcs11 settings) may still seal under the local
+  // version for a moment, or hold envelopes read before they moved: wait that out, like kek rotate.
   const target = (await store.keks.list()).find((v) => v.id === to.vault.kekId);
-  const wait = target === undefined ? 0 : Date.parse(target.createdAt) + SETTLE_MS - now().getTime();
-  if (wait > 0) await sleep(Math.min(wait, SETTLE_MS));
-  await sweep();
+  await drain(sweep, () => ({ moved, lastMoveAt }), target === undefined ? 0 : Date.parse(target.createdAt));
   await store.keks.retire(from.vault.kekId, now().toISOString());
   await store.keks.purgeDead();
   return { moved };

@@ -27,6 +27,34 @@ import { createEnvelopeVault, rewrapEnvelope, type KeyEncryptionKey } from './va
 
 /** Longer than any server's view of the versions can be when it writes (three times, plus margin). */
 export const SETTLE_MS = 3 * WRITE_VIEW_MAX_AGE_MS + 1000;
+/**
+ * How long an envelope read before it was rewrapped may still be opened: the proxy keeps a token's
+ * record (with its envelope) for up to 1 s, and a request decrypts right after reading it.
+ */
+export const READ_GRACE_MS = 3000;
+
+/**
+ * The end of a rewrap (rotate and migrate): once SETTLE_MS have passed since the new version was
+ * recorded, sweep until a sweep moves nothing and the last move is READ_GRACE_MS old, so no server
+ * still writes, or holds a copy of an envelope, under the version about to be retired.
+ */
+export async function drain(
+  sweep: () => Promise<void>,
+  moves: () => { moved: number; lastMoveAt: number },
+  recordedAt: number,
+): Promise<void> {
+  const settle = recordedAt + SETTLE_MS - Date.now();
+  if (settle > 0) await sleep(Math.min(settle, SETTLE_MS));
+  for (;;) {
+    const before = moves().moved;
+    await sweep();
+    const { moved, lastMoveAt } = moves();
+    if (moved !== before) continue;
+    const grace = lastMoveAt + READ_GRACE_MS - Date.now();
+    if (grace <= 0) return;
+    await sleep(grace);
+  }
+}
 
 export interface RotateOptions {
   readonly batchSize: number;
@@ -91,6 +119,7 @@ export async function rotateKek(
   }
 
   let moved = 0;
+  let lastMoveAt = 0;
   const sweep = async (): Promise<string[]> => {
     const sources = (await store.keks.list()).filter((v) => v.retiredAt === null && v.id !== target.id);
     for (const source of sources) {
@@ -101,15 +130,23 @@ export async function rotateKek(
           `KEK ${source.id} still wraps data keys but its key cannot be loaded here.`,
         );
       }
-      moved += await rewrapAll(store, source.id, from, to, options, () => moved);
+      const n = await rewrapAll(store, source.id, from, to, options, () => moved);
+      if (n > 0) lastMoveAt = Date.now();
+      moved += n;
     }
     return sources.map((v) => v.id);
   };
 
   await sweep();
-  // Servers that read the versions before step 2 may still seal under an old version for a moment.
-  const wait = Date.parse(target.createdAt) + SETTLE_MS - now().getTime();
-  if (wait > 0) await sleep(Math.min(wait, SETTLE_MS));
+  // Servers that read the versions before step 2 may still seal under an old version for a moment,
+  // and may still hold envelopes read before they were rewrapped.
+  await drain(
+    async () => {
+      await sweep();
+    },
+    () => ({ moved, lastMoveAt }),
+    Date.parse(target.createdAt),
+  );
   const from = await sweep();
   const at = now().toISOString();
   for (const id of from) await store.keks.retire(id, at);

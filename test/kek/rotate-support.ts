@@ -66,8 +66,7 @@ export function traffic(
       const got = world.mock.received.at(-1)?.headers.authorization;
       if (res.status !== 200) {
         // What the server logged about it (never a key: the logs hold ids and error codes).
-        const logged = session.server
-          .stderr()
+        const logged = `${session.server.stdout()}\n${session.server.stderr()}`
           .split('\n')
           .filter((l) => /KEK|HSM|decrypt/.test(l))
           .slice(-3);
