@@ -2,8 +2,8 @@ import { Option, type Command } from 'commander';
 import type { Config } from '../config/load.js';
 
 /**
- * `tokenproxy kek …` (DESIGN §8). Registered by main.ts with its own helpers for the settings
- * flags; only `kek migrate --to pkcs11` is built (`kek rotate` is not yet).
+ * `tokenproxy kek …` (DESIGN §8): `kek rotate` and `kek migrate --to pkcs11`. Registered by main.ts
+ * with its own helpers for the settings flags.
  */
 export interface KekCommandHooks {
   readonly withSettings: (cmd: Command) => Command;
@@ -19,9 +19,23 @@ export function registerKekCommands(program: Command, hooks: KekCommandHooks): v
   hooks
     .withSettings(
       kek
+        .command('rotate')
+        .description(
+          'Make a new KEK version (master.next.key, or "<pkcs11_key_label>.next" in the HSM), rewrap every data key ' +
+            'under it in batches while servers keep running, then retire and destroy the old version. ' +
+            'Resumable: a run that was stopped is finished by running it again.',
+        )
+        .option('--batch-size <n>', 'envelopes rewrapped per batch', '100'),
+    )
+    .action((opts: Record<string, unknown>) => {
+      hooks.run(rotateCommand(opts, hooks));
+    });
+  hooks
+    .withSettings(
+      kek
         .command('migrate')
         .description(
-          'Move every data key of a local-KEK store under a KEK in an HSM (run with the server stopped; resumable)',
+          'Move every data key of a local-KEK store under a KEK in an HSM (resumable; servers may keep running if they were given the pkcs11 settings)',
         )
         .addOption(
           new Option('--to <provider>', 'the KEK provider to move to')
@@ -35,14 +49,55 @@ export function registerKekCommands(program: Command, hooks: KekCommandHooks): v
     });
 }
 
-async function migrateCommand(opts: Record<string, unknown>, hooks: KekCommandHooks): Promise<number> {
-  // The target's settings are the pkcs11_* ones; `kek` itself stays what the store has now.
-  const config = hooks.configFrom({ ...opts, kek: 'pkcs11' });
+function batchSizeOf(opts: Record<string, unknown>, hooks: KekCommandHooks): number | undefined {
   const batchSize = Number(opts.batchSize);
   if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000) {
     hooks.stdout('tokenproxy: --batch-size must be an integer from 1 to 10000.');
-    return 2;
+    return undefined;
   }
+  return batchSize;
+}
+
+async function rotateCommand(opts: Record<string, unknown>, hooks: KekCommandHooks): Promise<number> {
+  const config = hooks.configFrom(opts);
+  const batchSize = batchSizeOf(opts, hooks);
+  if (batchSize === undefined) return 2;
+  const [{ openStore }, { openKekVersions }, { rotateKek }, { refuseRotation }] = await Promise.all([
+    import('../store/open.js'),
+    import('../vault/open-kek.js'),
+    import('../vault/kek-rotate.js'),
+    import('../vault/rotate-preflight.js'),
+  ]);
+  // Before the store is opened: a local KEK given in the environment cannot be rotated at all.
+  await refuseRotation(config, hooks.env);
+  const store = await openStore({ database: config.database, dataDir: config.dataDir });
+  try {
+    const opened = await openKekVersions(config, hooks.env, store);
+    try {
+      const result = await rotateKek(store, opened, {
+        batchSize,
+        onBatch: (n) => hooks.stdout(`rewrapped ${n} envelopes under KEK ${opened.keyring.kekId}`),
+      });
+      hooks.stdout(
+        `Done: ${result.moved} envelopes rewrapped from KEK ${result.from.join(', ') || '(none left)'} to KEK ${result.to}` +
+          `${result.resumed ? ' (an interrupted rotation finished)' : ''}; the old version is retired and destroyed ` +
+          `(${config.kek === 'pkcs11' ? `the HSM key now labelled "${config.pkcs11?.keyLabel ?? ''}"` : 'master.key now holds the new key'}). ` +
+          `Backups of the database made before this rotation can no longer be decrypted with the new KEK.`,
+      );
+      return 0;
+    } finally {
+      await opened.keyring.close();
+    }
+  } finally {
+    await store.close();
+  }
+}
+
+async function migrateCommand(opts: Record<string, unknown>, hooks: KekCommandHooks): Promise<number> {
+  // The target's settings are the pkcs11_* ones; `kek` itself stays what the store has now.
+  const config = hooks.configFrom({ ...opts, kek: 'pkcs11' });
+  const batchSize = batchSizeOf(opts, hooks);
+  if (batchSize === undefined) return 2;
   const [{ openStore }, { openMigration }, { migrateEnvelopes }] = await Promise.all([
     import('../store/open.js'),
     import('../vault/open-kek.js'),

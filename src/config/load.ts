@@ -47,7 +47,10 @@ export interface Config {
   /** Plan limits: the built-in table, with the config file's `plans` applied. */
   readonly plans: PlanTable;
   readonly kek: 'local' | 'pkcs11';
-  /** The PKCS#11 settings, present exactly when `kek` is `pkcs11`. */
+  /**
+   * The PKCS#11 settings: always with `kek: pkcs11`; with `kek: local` when all three are given, so
+   * a local server can load the HSM version a `kek migrate` run beside it makes.
+   */
   readonly pkcs11: Pkcs11Settings | undefined;
   readonly drainTimeoutMs: number;
   /** Serving processes (`auto` resolved to the CPU count); above 1, `serve` runs a primary (src/cluster). */
@@ -229,7 +232,8 @@ function pricesFrom(raw: unknown, path: string | undefined): PriceData {
 }
 
 function pkcs11From(values: Readonly<Record<string, unknown>>): Pkcs11Settings | undefined {
-  if (values.kek !== 'pkcs11') return undefined;
+  const required = ['pkcs11_module', 'pkcs11_token_label', 'pkcs11_pin'] as const;
+  if (values.kek !== 'pkcs11' && required.some((name) => typeof values[name] !== 'string')) return undefined;
   for (const name of ['pkcs11_module', 'pkcs11_token_label', 'pkcs11_pin'] as const) {
     if (typeof values[name] !== 'string') {
       throw new ConfigError(

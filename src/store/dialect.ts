@@ -3,6 +3,9 @@ import type { Database } from './schema.js';
 
 export type DialectName = 'sqlite' | 'postgres';
 
+/** The tables that hold vault envelopes. */
+export type SecretTable = 'provider_keys' | 'webhooks' | 'idempotency_keys';
+
 /** What differs between the dialects once the Kysely instance exists. Everything else is shared. */
 export interface DialectSupport {
   readonly name: DialectName;
@@ -19,8 +22,11 @@ export interface DialectSupport {
   ): SelectQueryBuilder<DB, TB, O>;
   /** True when the error means the database could not be reached, as opposed to a failed statement. */
   isConnectionFailure(error: unknown): boolean;
-  /** Runs after a transaction that destroyed secrets, to push their old bytes out of the files. */
-  purgeDestroyedSecrets(db: Kysely<Database>): Promise<void>;
+  /**
+   * Runs after a transaction that destroyed or replaced secrets in `tables`, to push their old bytes
+   * out of the live files (SQLite: its WAL; PostgreSQL: the tables' dead row versions).
+   */
+  purgeDestroyedSecrets(db: Kysely<Database>, tables: readonly SecretTable[]): Promise<void>;
   /**
    * SQLite in incremental auto-vacuum mode: returns up to `pages` free pages to the file system.
    * Absent where the database does this itself (PostgreSQL's autovacuum).

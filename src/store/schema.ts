@@ -193,6 +193,8 @@ export interface KekVersionsTable {
   label: string | null;
   /** A vault envelope of a known plaintext under this KEK: opening it proves the KEK. */
   canary: Buffer;
+  /** The MAC keys this version inherited from the one it replaced, sealed under it (migration 0011). */
+  mac_keys: Buffer | null;
   created_at: string;
   /** Set when no envelope uses the version any more and it may be destroyed. */
   retired_at: string | null;

@@ -424,11 +424,16 @@ export interface KekVersion {
   readonly label: string | null;
   /** A vault envelope of a known plaintext sealed under this KEK. */
   readonly canary: Buffer;
+  /**
+   * The MAC keys inherited from the version this one replaced, as a vault envelope under this
+   * version; null for a store's first version (its MAC keys derive from its KEK).
+   */
+  readonly macKeys: Buffer | null;
   readonly createdAt: string;
   readonly retiredAt: string | null;
 }
 
-export type NewKekVersion = Omit<KekVersion, 'retiredAt'>;
+export type NewKekVersion = Omit<KekVersion, 'retiredAt' | 'macKeys'> & { readonly macKeys?: Buffer | null };
 
 /** One stored envelope with what the vault binds it to. */
 export interface EnvelopeRef {
@@ -460,6 +465,8 @@ export interface KekRepo {
    * rotated or deleted meanwhile is left as it is). Returns whether it was replaced.
    */
   replaceEnvelope(ref: EnvelopeRef, rewrapped: Buffer): Promise<boolean>;
+  /** Pushes the envelopes replaced by rewrapping out of the live files (PostgreSQL: VACUUM FULL). */
+  purgeDead(): Promise<void>;
 }
 
 /** Leases of cluster-wide jobs: one holder per name at a time (src/cluster/job-lock.ts). */

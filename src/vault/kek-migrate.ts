@@ -1,5 +1,7 @@
 import type { Store } from '../store/store.js';
 import { sealCanary } from './kek-check.js';
+import { drain } from './kek-rotate.js';
+import { inheritMacKeys } from './mac-keys.js';
 import { rewrapEnvelope, type KeyEncryptionKey, type Vault } from './vault.js';
 
 /**
@@ -37,20 +39,34 @@ export async function migrateEnvelopes(
       provider: to.provider,
       label: to.label,
       canary: await sealCanary(to.vault),
+      // Idempotency records made before the migration must still match their retries.
+      macKeys: await inheritMacKeys(from.kek, to.vault),
       createdAt: now().toISOString(),
     });
   }
   let moved = 0;
-  for (;;) {
-    const batch = await store.keks.envelopesUnder(from.vault.kekId, options.batchSize);
-    if (batch.length === 0) break;
-    for (const ref of batch) {
-      const rewrapped = await rewrapEnvelope(ref.envelope, ref, from.kek, to.kek);
-      // False when the row changed meanwhile: the next batch sees it again if still under `from`.
-      if (await store.keks.replaceEnvelope(ref, rewrapped)) moved++;
+  let lastMoveAt = 0;
+  const sweep = async (): Promise<void> => {
+    for (;;) {
+      const batch = await store.keks.envelopesUnder(from.vault.kekId, options.batchSize);
+      if (batch.length === 0) return;
+      for (const ref of batch) {
+        const rewrapped = await rewrapEnvelope(ref.envelope, ref, from.kek, to.kek);
+        // False when the row changed meanwhile: the next batch sees it again if still under `from`.
+        if (await store.keks.replaceEnvelope(ref, rewrapped)) {
+          moved++;
+          lastMoveAt = Date.now();
+        }
+      }
+      options.onBatch?.(moved);
     }
-    options.onBatch?.(moved);
-  }
+  };
+  await sweep();
+  // Servers running beside the migration (with the pkcs11 settings) may still seal under the local
+  // version for a moment, or hold envelopes read before they moved: wait that out, like kek rotate.
+  const target = (await store.keks.list()).find((v) => v.id === to.vault.kekId);
+  await drain(sweep, () => ({ moved, lastMoveAt }), target === undefined ? 0 : Date.parse(target.createdAt));
   await store.keks.retire(from.vault.kekId, now().toISOString());
+  await store.keks.purgeDead();
   return { moved };
 }

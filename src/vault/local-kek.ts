@@ -20,6 +20,8 @@ import {
 
 export const MASTER_KEY_ENV = 'TOKENPROXY_MASTER_KEY';
 export const MASTER_KEY_FILE = 'master.key';
+/** The next KEK version while `kek rotate` runs; renamed onto master.key when the rotation ends. */
+export const MASTER_KEY_NEXT_FILE = 'master.next.key';
 const KEK_LENGTH = 32;
 const ACCEPTED = 'base64 (standard or url-safe, padding optional) of exactly 32 random bytes';
 const HOW_TO_MAKE = 'e.g. the output of `openssl rand -base64 32`';
@@ -107,7 +109,7 @@ function errnoCode(err: unknown): string | undefined {
 }
 
 /** Undefined when the file does not exist; throws when it exists but must not be used. */
-async function readKeyFile(path: string): Promise<Buffer | undefined> {
+export async function readKeyFile(path: string): Promise<Buffer | undefined> {
   let handle;
   try {
     handle = await open(path, 'r');
@@ -152,7 +154,7 @@ async function readKeyFile(path: string): Promise<Buffer | undefined> {
  * no reader ever sees a half-written file (which a plain `wx` create followed by a write would allow).
  * Returns undefined when another start won.
  */
-async function createKeyFile(path: string): Promise<Buffer | undefined> {
+export async function createKeyFile(path: string): Promise<Buffer | undefined> {
   const key = randomBytes(KEK_LENGTH);
   const content = Buffer.from(`${key.toString('base64')}\n`, 'utf8');
   const temp = `${path}.${randomBytes(6).toString('hex')}.tmp`;

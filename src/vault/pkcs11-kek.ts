@@ -1,9 +1,16 @@
-import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { KekError } from './kek-error.js';
-import type { FromHsm, HsmOp, HsmReady, Pkcs11Setting, Pkcs11ThreadData, ToHsm } from './pkcs11-protocol.js';
-import { KEK_FINGERPRINT_LENGTH, VaultError, type KeyEncryptionKey } from './vault.js';
+import {
+  pkcs11Fingerprint,
+  type FromHsm,
+  type HsmOp,
+  type HsmReady,
+  type Pkcs11Setting,
+  type Pkcs11ThreadData,
+  type ToHsm,
+} from './pkcs11-protocol.js';
+import { VaultError, type KeyEncryptionKey } from './vault.js';
 
 /**
  * The `pkcs11` KEK provider (DESIGN §8): an AES-256 key inside an HSM, reached through a PKCS#11
@@ -28,19 +35,19 @@ export interface Pkcs11Kek extends KeyEncryptionKey {
   readonly created: boolean;
   /** Resolves true when the HSM answers a round trip now (for /readyz). */
   healthy(): Promise<boolean>;
+  /** Stops the HSM thread: every version's KEK of this module goes with it. */
   close(): Promise<void>;
+  /** Another version among the keys labelled for this store (`kek rotate`), or undefined. */
+  load(kekId: string): Promise<KeyEncryptionKey | undefined>;
+  /** The next version's key (labelled `<key label>.next`), created the first time. */
+  generateNext(): Promise<KeyEncryptionKey>;
+  /** Deletes a version's key object from the HSM (a version already gone is fine). */
+  destroy(kekId: string): Promise<void>;
+  /** Gives a version's key the configured label (the end of a rotation). */
+  promote(kekId: string): Promise<void>;
 }
 
 const DEFAULT_TIMEOUT_MS = 10_000;
-
-/** The KEK id of an HSM key: derived from its random CKA_ID, so another token's same-labelled key differs. */
-export function pkcs11Fingerprint(keyObjectId: Uint8Array): Buffer {
-  return createHash('sha256')
-    .update('tokenproxy/pkcs11-kek/')
-    .update(keyObjectId)
-    .digest()
-    .subarray(0, KEK_FINGERPRINT_LENGTH);
-}
 
 export async function openPkcs11Kek(options: Pkcs11Options): Promise<Pkcs11Kek> {
   const data: Pkcs11ThreadData = {
@@ -92,7 +99,12 @@ export async function openPkcs11Kek(options: Pkcs11Options): Promise<Pkcs11Kek> 
   // The thread must not keep a finished process alive; requests in flight hold it by their timers.
   worker.unref();
 
-  const call = async (op: HsmOp, input?: Buffer, aad?: Buffer): Promise<Buffer | null> => {
+  const call = async (
+    op: HsmOp,
+    kek: string | undefined,
+    input?: Buffer,
+    aad?: Buffer,
+  ): Promise<Buffer | null> => {
     if (exited) throw new VaultError('kek_unavailable', 'the PKCS#11 thread stopped');
     const id = nextId++;
     const message: FromHsm = await new Promise((resolve) => {
@@ -106,38 +118,63 @@ export async function openPkcs11Kek(options: Pkcs11Options): Promise<Pkcs11Kek> 
         });
       }, timeoutMs);
       pending.set(id, { resolve, timer });
-      worker.postMessage({ id, op, data: input, aad } satisfies ToHsm);
+      worker.postMessage({ id, op, kek, data: input, aad } satisfies ToHsm);
     });
     if (message.ok) return message.value === null ? null : Buffer.from(message.value);
     throw new VaultError('kek_unavailable', message.message);
   };
 
+  /** One KEK version's operations, all through the one thread. */
+  const version = (ckaId: Uint8Array): KeyEncryptionKey & { healthy(): Promise<boolean> } => {
+    const fingerprint = pkcs11Fingerprint(ckaId);
+    const kek = fingerprint.toString('hex');
+    return {
+      fingerprint,
+      async wrap(dek, aad) {
+        const out = await call('wrap', kek, dek, aad);
+        if (out === null) throw new VaultError('kek_unavailable', 'the HSM returned nothing for a wrap');
+        return out;
+      },
+      async unwrap(wrapped, aad) {
+        return (await call('unwrap', kek, wrapped, aad)) ?? undefined;
+      },
+      async deriveKey(purpose) {
+        const out = await call('derive', kek, Buffer.from(`tokenproxy:${purpose}`, 'utf8'));
+        if (out === null)
+          throw new VaultError('kek_unavailable', 'the HSM returned nothing for a derivation');
+        return out;
+      },
+      async healthy() {
+        try {
+          await call('health', kek);
+          return true;
+        } catch {
+          return false;
+        }
+      },
+    };
+  };
+
   return {
-    fingerprint: pkcs11Fingerprint(ready.keyObjectId),
+    ...version(ready.keyObjectId),
     created: ready.created,
-    async wrap(dek, aad) {
-      const out = await call('wrap', dek, aad);
-      if (out === null) throw new VaultError('kek_unavailable', 'the HSM returned nothing for a wrap');
-      return out;
-    },
-    async unwrap(wrapped, aad) {
-      return (await call('unwrap', wrapped, aad)) ?? undefined;
-    },
-    async deriveKey(purpose) {
-      const out = await call('derive', Buffer.from(`tokenproxy:${purpose}`, 'utf8'));
-      if (out === null) throw new VaultError('kek_unavailable', 'the HSM returned nothing for a derivation');
-      return out;
-    },
-    async healthy() {
-      try {
-        await call('health');
-        return true;
-      } catch {
-        return false;
-      }
-    },
     async close() {
       await worker.terminate();
+    },
+    async load(kekId) {
+      const ckaId = await call('load', kekId);
+      return ckaId === null ? undefined : version(ckaId);
+    },
+    async generateNext() {
+      const ckaId = await call('generate', undefined);
+      if (ckaId === null) throw new VaultError('kek_unavailable', 'the HSM returned no key id');
+      return version(ckaId);
+    },
+    async destroy(kekId) {
+      await call('destroy', kekId);
+    },
+    async promote(kekId) {
+      await call('promote', kekId);
     },
   };
 }

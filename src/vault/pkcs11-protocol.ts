@@ -1,4 +1,15 @@
 /** Messages between the PKCS#11 KEK (pkcs11-kek.ts) and its HSM thread (pkcs11-thread.ts). */
+import { createHash } from 'node:crypto';
+
+/** The KEK id of an HSM key: derived from its random CKA_ID, so another token's same-labelled key differs. */
+export function pkcs11Fingerprint(keyObjectId: Uint8Array): Buffer {
+  return createHash('sha256').update('tokenproxy/pkcs11-kek/').update(keyObjectId).digest().subarray(0, 8);
+}
+
+/** The label of the next KEK version while `kek rotate` runs; it takes the configured label when done. */
+export function nextKeyLabel(keyLabel: string): string {
+  return `${keyLabel}.next`;
+}
 
 export interface Pkcs11ThreadData {
   readonly module: string;
@@ -10,11 +21,18 @@ export interface Pkcs11ThreadData {
   readonly create: boolean;
 }
 
-export type HsmOp = 'wrap' | 'unwrap' | 'derive' | 'health';
+/**
+ * `load`: find the version `kek` among the configured label's keys (answers its CKA_ID, or null);
+ * `generate`: the next version's key, created once (answers its CKA_ID); `destroy`: delete the
+ * version `kek`; `promote`: give the version `kek` the configured label.
+ */
+export type HsmOp = 'wrap' | 'unwrap' | 'derive' | 'health' | 'load' | 'generate' | 'destroy' | 'promote';
 
 export interface ToHsm {
   readonly id: number;
   readonly op: HsmOp;
+  /** The KEK version (its id as hex) the operation uses; the one found at start when absent. */
+  readonly kek?: string;
   /** wrap: the DEK; unwrap: nonce || ciphertext || tag; derive: the KDF input. */
   readonly data?: Uint8Array;
   readonly aad?: Uint8Array;

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
@@ -68,4 +69,41 @@ export async function createSoftHsm(): Promise<SoftHsm> {
 
 export async function tokenDirs(hsm: SoftHsm): Promise<string[]> {
   return readdir(hsm.tokenDir);
+}
+
+/**
+ * The secret keys on a token, as labels and KEK ids (what tokenproxy derives from CKA_ID), read
+ * through PKCS#11 in a child process of its own (the library reads SOFTHSM2_CONF once per process).
+ */
+export async function secretKeysOn(
+  hsm: SoftHsm,
+  tokenLabel: string,
+  pin: string,
+): Promise<Array<{ label: string; kekId: string }>> {
+  const script = `
+    import pkcs11js from 'pkcs11js';
+    import { pkcs11Fingerprint } from ${JSON.stringify(new URL('../../src/vault/pkcs11-protocol.ts', import.meta.url).href)};
+    const lib = new pkcs11js.PKCS11();
+    lib.load(${JSON.stringify(SOFTHSM_MODULE)});
+    lib.C_Initialize();
+    const slot = lib.C_GetSlotList(true).find((s) => lib.C_GetTokenInfo(s).label.trim() === ${JSON.stringify(tokenLabel)});
+    const session = lib.C_OpenSession(slot, pkcs11js.CKF_SERIAL_SESSION);
+    lib.C_Login(session, pkcs11js.CKU_USER, ${JSON.stringify(pin)});
+    lib.C_FindObjectsInit(session, [{ type: pkcs11js.CKA_CLASS, value: pkcs11js.CKO_SECRET_KEY }]);
+    const found = lib.C_FindObjects(session, 100);
+    lib.C_FindObjectsFinal(session);
+    const out = found.map((o) => {
+      const [label, id] = lib.C_GetAttributeValue(session, o, [{ type: pkcs11js.CKA_LABEL }, { type: pkcs11js.CKA_ID }]);
+      return { label: label.value.toString(), kekId: pkcs11Fingerprint(id.value).toString('hex') };
+    });
+    lib.C_Finalize();
+    process.stdout.write(JSON.stringify(out));
+  `;
+  const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], {
+    env: { ...process.env, SOFTHSM2_CONF: hsm.conf },
+    cwd: fileURLToPath(new URL('../..', import.meta.url)),
+  });
+  return (JSON.parse(stdout) as Array<{ label: string; kekId: string }>).sort((a, b) =>
+    a.label.localeCompare(b.label),
+  );
 }

@@ -436,6 +436,7 @@ for (const fixture of databases) {
           '0008_dashboard_sessions',
           '0009_usage_rollups',
           '0010_job_leases',
+          '0011_kek_mac_keys',
           '0012_api_keys_audit',
           '0013_retention_and_lookups',
           '0014_usage_budgets',

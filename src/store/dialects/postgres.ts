@@ -1,6 +1,6 @@
-import { Kysely, PostgresDialect } from 'kysely';
+import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
-import type { DialectDatabase, DialectSupport } from '../dialect.js';
+import type { DialectDatabase, DialectSupport, SecretTable } from '../dialect.js';
 import { guardDialect } from '../guard.js';
 import type { Database } from '../schema.js';
 
@@ -108,8 +108,7 @@ export function createDatabase(options: PostgresOptions): DialectDatabase {
     forUpdate: (query) => query.forUpdate(),
     forUpdateSkipLocked: (query) => query.forUpdate().skipLocked(),
     isConnectionFailure,
-    // Dead row versions stay in the heap until VACUUM reclaims them; no statement can erase them now.
-    purgeDestroyedSecrets: () => Promise.resolve(),
+    purgeDestroyedSecrets: (db, tables) => vacuumFull(db, tables),
   };
   const db = new Kysely<Database>({
     dialect: guardDialect(new PostgresDialect({ pool }), {
@@ -119,4 +118,25 @@ export function createDatabase(options: PostgresOptions): DialectDatabase {
     }),
   });
   return { db, dialect };
+}
+
+/**
+ * An UPDATE or DELETE leaves the old row version in the table's pages until VACUUM, and a plain
+ * VACUUM only marks its space free; VACUUM FULL writes the table anew, so the old wrapped data key
+ * and ciphertext are gone from the live files (WAL segments and backups keep them: docs/keys-and-kek.md).
+ * It locks the table for the few milliseconds a small table takes; a lock it cannot get at once
+ * (a long transaction) is not waited for, and the next purge does the work.
+ */
+async function vacuumFull(db: Kysely<Database>, tables: readonly SecretTable[]): Promise<void> {
+  if (tables.length === 0) return;
+  await db.connection().execute(async (conn) => {
+    await sql`set lock_timeout = '2s'`.execute(conn);
+    try {
+      await sql`vacuum full ${sql.join(tables.map((t) => sql.table(t)))}`.execute(conn);
+    } catch (err) {
+      if ((err as { code?: unknown }).code !== '55P03') throw err;
+    } finally {
+      await sql`reset lock_timeout`.execute(conn);
+    }
+  });
 }

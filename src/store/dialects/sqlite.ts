@@ -112,6 +112,7 @@ export function createDatabase(options: SqliteOptions): DialectDatabase {
     forUpdateSkipLocked: (query) => query,
     isConnectionFailure,
     async purgeDestroyedSecrets(db: Kysely<Database>): Promise<void> {
+      // secure_delete already zeroed the old bytes in the pages, whichever tables they were in.
       // The WAL still holds the page images written before the deletion; fold it into the main file.
       await sql`pragma wal_checkpoint(TRUNCATE)`.execute(db);
     },

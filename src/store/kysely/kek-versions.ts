@@ -25,6 +25,7 @@ export class KyselyKekRepo implements KekRepo {
       provider: row.provider,
       label: row.label,
       canary: Buffer.from(row.canary),
+      macKeys: row.mac_keys === null ? null : Buffer.from(row.mac_keys),
       createdAt: row.created_at,
       retiredAt: row.retired_at,
     }));
@@ -48,6 +49,7 @@ export class KyselyKekRepo implements KekRepo {
           provider: version.provider,
           label: version.label,
           canary: version.canary,
+          mac_keys: version.macKeys ?? null,
           created_at: version.createdAt,
           retired_at: null,
         })
@@ -174,6 +176,10 @@ export class KyselyKekRepo implements KekRepo {
         break;
     }
     return result.numUpdatedRows > 0n;
+  }
+
+  async purgeDead(): Promise<void> {
+    await this.ctx.dialect.purgeDestroyedSecrets(this.ctx.db, ENVELOPE_TABLES);
   }
 
   async sampleEnvelope(kekId: string): Promise<EnvelopeRef | undefined> {

@@ -114,7 +114,7 @@ export class KyselyKeyRepo implements KeyRepo {
     keyId: string,
     rotation: KeyRotation,
   ): Promise<ProviderKeyRecord | undefined> {
-    return this.ctx.db.transaction().execute(async (trx) => {
+    const rotated = await this.ctx.db.transaction().execute(async (trx) => {
       const key = await lockKey(this.ctx, trx, accountId, keyId);
       if (key === undefined) return undefined;
       if (key.deleted) throw new StoreConflictError('key_deleted');
@@ -131,6 +131,9 @@ export class KyselyKeyRepo implements KeyRepo {
         .execute();
       return findKey(trx, accountId, keyId, rotation.rotatedAt);
     });
+    // The replaced ciphertext is the old real key: it must not outlive the rotation in the files.
+    if (rotated !== undefined) await this.ctx.dialect.purgeDestroyedSecrets(this.ctx.db, ['provider_keys']);
+    return rotated;
   }
 
   async delete(
@@ -166,7 +169,7 @@ export class KyselyKeyRepo implements KeyRepo {
       return { key: record, revokedTokens: revoked, destroyed: !key.deleted };
     });
     if (deletion === undefined) return undefined;
-    if (deletion.destroyed) await this.ctx.dialect.purgeDestroyedSecrets(this.ctx.db);
+    if (deletion.destroyed) await this.ctx.dialect.purgeDestroyedSecrets(this.ctx.db, ['provider_keys']);
     return { key: deletion.key, revokedTokens: deletion.revokedTokens };
   }
 }

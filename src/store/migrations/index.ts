@@ -10,6 +10,7 @@ import * as m0007 from './0007_kek_versions.js';
 import * as m0008 from './0008_dashboard_sessions.js';
 import * as m0009 from './0009_usage_rollups.js';
 import * as m0010 from './0010_job_leases.js';
+import * as m0011 from './0011_kek_mac_keys.js';
 import * as m0012 from './0012_api_keys_audit.js';
 import * as m0013 from './0013_retention_and_lookups.js';
 import * as m0014 from './0014_usage_budgets.js';
@@ -36,6 +37,7 @@ const MIGRATIONS: Readonly<Record<string, MigrationModule>> = {
   '0008_dashboard_sessions': m0008,
   '0009_usage_rollups': m0009,
   '0010_job_leases': m0010,
+  '0011_kek_mac_keys': m0011,
   '0012_api_keys_audit': m0012,
   '0013_retention_and_lookups': m0013,
   '0014_usage_budgets': m0014,
