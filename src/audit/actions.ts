@@ -17,6 +17,8 @@ export const AUDIT_ACTIONS = [
   'webhook.created',
   'webhook.updated',
   'webhook.deleted',
+  'webhook.tested',
+  'event.redelivered',
   'account.updated',
   'account.created',
   'account.plan_changed',

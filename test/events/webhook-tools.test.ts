@@ -187,6 +187,21 @@ for (const fixture of databases) {
           404,
         );
       });
+
+      it('the audit log records the test, re-enable and redeliver actions, by endpoint or event id', async () => {
+        const audit = (await h.request('GET', '/v1/audit?limit=100')).body.data as Array<{
+          action: string;
+          object_id: string | null;
+        }>;
+        const actions = new Set(audit.map((e) => e.action));
+        for (const action of ['webhook.tested', 'webhook.updated', 'event.redelivered']) {
+          expect(actions).toContain(action);
+        }
+        for (const e of audit.filter((x) => x.action === 'event.redelivered'))
+          expect(e.object_id).toMatch(/^evt_/);
+        for (const e of audit.filter((x) => x.action === 'webhook.tested'))
+          expect(e.object_id).toMatch(/^wh_/);
+      });
     },
   );
 }

@@ -1,3 +1,4 @@
+import { audit } from '../audit.js';
 import { Type } from 'typebox';
 import { TokenProxyError } from '../../errors/tokenproxy-error.js';
 import { isId, newId } from '../../ids/formats.js';
@@ -80,6 +81,7 @@ export function webhookToolRoutes(app: ApiServer, deps: ApiDeps): void {
       );
       if (!updated)
         throw new TokenProxyError('webhook_not_found', 'No webhook endpoint with this id in your account.');
+      await audit(deps, request, 'webhook.updated', updated.id);
       return webhookView(updated);
     },
   );
@@ -108,6 +110,7 @@ export function webhookToolRoutes(app: ApiServer, deps: ApiDeps): void {
       };
       const [queued] = await deps.store.webhookTools.enqueue(request.account.id, event, [webhook.id], now);
       deps.onEventsCommitted?.();
+      await audit(deps, request, 'webhook.tested', webhook.id);
       return reply.code(202).send({ event_id: event.id, delivery_id: queued?.deliveryId ?? '' });
     },
   );
@@ -172,6 +175,7 @@ export function webhookToolRoutes(app: ApiServer, deps: ApiDeps): void {
         now,
       );
       if (queued.length > 0) deps.onEventsCommitted?.();
+      await audit(deps, request, 'event.redelivered', event.id);
       return reply.code(202).send({
         event_id: event.id,
         deliveries: queued.map((q) => ({ delivery_id: q.deliveryId, webhook_id: q.webhookId })),
