@@ -124,13 +124,14 @@ export function createDatabase(options: PostgresOptions): DialectDatabase {
  * An UPDATE or DELETE leaves the old row version in the table's pages until VACUUM, and a plain
  * VACUUM only marks its space free; VACUUM FULL writes the table anew, so the old wrapped data key
  * and ciphertext are gone from the live files (WAL segments and backups keep them: docs/keys-and-kek.md).
- * It locks the table for the few milliseconds a small table takes; a lock it cannot get at once
- * (a long transaction) is not waited for, and the next purge does the work.
+ * It locks the table for the few milliseconds a small table takes. A waiting ACCESS EXCLUSIVE
+ * request queues every later reader (the proxy's token lookups) behind it, so the lock is waited
+ * for at most 100 ms (a long transaction holds it: give up); the next purge does the work.
  */
 async function vacuumFull(db: Kysely<Database>, tables: readonly SecretTable[]): Promise<void> {
   if (tables.length === 0) return;
   await db.connection().execute(async (conn) => {
-    await sql`set lock_timeout = '2s'`.execute(conn);
+    await sql`set lock_timeout = '100ms'`.execute(conn);
     try {
       await sql`vacuum full ${sql.join(tables.map((t) => sql.table(t)))}`.execute(conn);
     } catch (err) {
