@@ -426,6 +426,46 @@ describe.skipIf(!existsSync(CHROMIUM))('the dashboard in Chromium', () => {
     }
   });
 
+  it("a token's row shows its spend against its budget, as GET /v1/usage counts it", async () => {
+    const fresh = await createAccount(server.store, 'Budget Ltd', 'unlimited', new Date());
+    secrets.push(fresh.apiKey);
+    const t = await createToken(fresh.apiKey, 'budgeted');
+    const patched = await api(fresh.apiKey, 'PATCH', `/v1/tokens/${t.token_id}`, {
+      budget: { tokens: 100000, period: 'month' },
+    });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    for (let i = 0; i < 3; i++) expect((await proxy(t.sanitized_key, ALLOWED)).status).toBe(200);
+    // The mock answers with `usage`; the proxy settles each reservation to it after the answer.
+    await expect
+      .poll(async () => {
+        const usage = await api(fresh.apiKey, 'GET', '/v1/usage');
+        const budgets = (usage.body as { budgets?: Array<{ token_id: string | null; used: number }> })
+          .budgets;
+        return budgets?.find((b) => b.token_id === t.token_id)?.used ?? 0;
+      })
+      .toBeGreaterThan(0);
+    const usage = await api(fresh.apiKey, 'GET', '/v1/usage');
+    const status = (
+      usage.body as unknown as { budgets: Array<{ token_id: string | null; used: number }> }
+    ).budgets.find((b) => b.token_id === t.token_id);
+    const ctx = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 1280, height: 860 } });
+    try {
+      const p = await ctx.newPage();
+      await p.goto(`${server.apiUrl}/`);
+      await p.getByLabel('API key').fill(fresh.apiKey);
+      await p.getByRole('button', { name: 'Sign in' }).click();
+      await p.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+      await go(p, 'Tokens');
+      const cell = p.getByTestId('token-budget').first();
+      await cell.filter({ hasText: 'tokens this month' }).waitFor();
+      expect((await cell.textContent())?.trim()).toBe(
+        `${(status?.used ?? -1).toLocaleString('en-US')} / 100,000 tokens this month`,
+      );
+    } finally {
+      await ctx.close();
+    }
+  });
+
   it('the Webhooks view lists endpoints with their recent deliveries and outcome', async () => {
     await go(page, 'Webhooks');
     const deliveries = page.getByRole('table', { name: 'Deliveries to https://127.0.0.1:9/tokenproxy' });

@@ -7,7 +7,8 @@ import { createToken, createWorld, startSession, TEST_DATABASE_URL, type KekWorl
 /** Issue 16 item 3, `kek migrate --to pkcs11`: a local store moved into SoftHSM2, killed midway and resumed. */
 const PIN = '135790';
 const MASTER = Buffer.alloc(32, 0x5c).toString('base64');
-const ENVELOPES = 16;
+// Enough batches (of 1) that the SIGKILL sent on the first one lands while most are still to move.
+const ENVELOPES = 64;
 
 const dialects = [
   { name: 'sqlite' as const, available: true },

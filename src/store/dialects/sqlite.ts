@@ -69,8 +69,10 @@ async function openFile(dataDir: string, file: string, logWriter: boolean): Prom
   try {
     // Before any table exists this makes a new file return the pages retention frees to the file
     // system (`incremental_vacuum`); on an existing file it only takes effect after one VACUUM
-    // (docs/operations.md), and until then freed pages are reused by new rows.
-    db.pragma('auto_vacuum = INCREMENTAL');
+    // (docs/operations.md), and until then freed pages are reused by new rows. Only on an empty file:
+    // even a no-op setting of it counts as a write, and a start that fails (a wrong KEK) must leave
+    // the file byte-identical.
+    if (db.pragma('page_count', { simple: true }) === 0) db.pragma('auto_vacuum = INCREMENTAL');
     db.pragma('journal_mode = WAL');
     db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     db.pragma('foreign_keys = ON');
