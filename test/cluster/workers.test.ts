@@ -205,8 +205,12 @@ describe('serve --workers 2 (the real binary)', () => {
       new RegExp(`"pid":${victim},"code":null,"signal":"SIGKILL".*"msg":"worker died; restarting it"`),
     );
     const replacement = /"worker":\d,"pid":(\d+),"msg":"worker ready"/g;
-    const ready = [...server.stdout().matchAll(replacement)].map((m) => Number(m[1]));
-    const fresh = ready.filter((pid) => !pids.includes(pid));
+    // The primary counts a forked worker before the worker reports ready: wait for its line.
+    const fresh = await until('the replacement to report ready', () => {
+      const ready = [...server.stdout().matchAll(replacement)].map((m) => Number(m[1]));
+      const unseen = ready.filter((pid) => !pids.includes(pid));
+      return unseen.length > 0 ? unseen : undefined;
+    });
     expect(fresh).toHaveLength(1);
     pids = [survivor, fresh[0] as number];
     expect(alive(victim)).toBe(false);
