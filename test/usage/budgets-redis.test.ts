@@ -1,7 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Agent, request } from 'undici';
@@ -10,32 +8,21 @@ import { createAccount } from '../../src/accounts/create-account.js';
 import { startServe, type ServerProcess } from '../support/cli.js';
 import { databases, type OpenedDatabase } from '../support/databases.js';
 import { startMockProvider, type MockProvider } from '../support/mock-provider.js';
+import { startRedis, type TestRedis } from '../cluster/support.js';
 
 /**
  * Budgets across a cluster: two `tokenproxy serve` processes on one PostgreSQL database share their
  * counters through Redis, and 50 concurrent requests of one budgeted token, spread over both, still
  * overshoot the budget by less than one request.
-
  */
 const postgres = databases.find((d) => d.name === 'postgres');
 const BODY = JSON.stringify({ model: 'gpt-4o', max_tokens: 60, messages: [{ role: 'user', content: 'hi' }] });
 const WORST = Buffer.byteLength(BODY) + 60;
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 describe.skipIf(postgres?.available !== true)('a budget across two processes with Redis', () => {
   let mock: MockProvider;
   let db: OpenedDatabase;
-  let redis: ChildProcess;
+  let redis: TestRedis;
   let servers: ServerProcess[] = [];
   let dispatcher: Agent;
   let apiKey: string;
@@ -45,11 +32,8 @@ describe.skipIf(postgres?.available !== true)('a budget across two processes wit
     mock = await startMockProvider();
     db = await (postgres as NonNullable<typeof postgres>).create();
     ({ apiKey } = await createAccount(db.store, 'cluster', 'unlimited', new Date()));
-    const redisPort = await freePort();
     // A Redis of its own: the machine's server is never touched.
-    redis = spawn('redis-server', ['--port', String(redisPort), '--save', '', '--appendonly', 'no'], {
-      stdio: 'ignore',
-    });
+    redis = await startRedis();
     const work = await mkdtemp(path.join(os.tmpdir(), 'tokenproxy-cluster-'));
     dirs.push(work);
     await writeFile(path.join(work, 'ca.pem'), mock.caCertPem);
@@ -73,7 +57,7 @@ describe.skipIf(postgres?.available !== true)('a budget across two processes wit
             '--provider-ca',
             path.join(work, 'ca.pem'),
             '--redis',
-            `redis://127.0.0.1:${redisPort}`,
+            redis.url,
             // Plain HTTP on loopback: this test is about shared budgets, not TLS.
             '--insecure-http',
           ],
@@ -87,7 +71,7 @@ describe.skipIf(postgres?.available !== true)('a budget across two processes wit
   afterAll(async () => {
     for (const s of servers) await s.stop();
     servers = [];
-    if (redis?.pid !== undefined) redis.kill('SIGTERM');
+    await redis?.stop();
     await dispatcher?.close();
     await mock?.close();
     await db?.cleanup();
