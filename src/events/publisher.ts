@@ -1,3 +1,4 @@
+import { AUDITED_EVENT_TYPES } from '../audit/actions.js';
 /**
  * Event types tokenproxy emits (DESIGN §6). Every event is stored in a durable outbox before it is
  * delivered to webhooks (and, for breaches, by e-mail), so nothing is lost across a restart.
@@ -10,13 +11,8 @@ export const EVENT_TYPES = [
   'anomaly.detected',
   'budget.threshold_reached',
   'budget.exceeded',
-  // Changes recorded in the audit log that subscribers can act on (src/audit/actions.ts).
-  'token.created',
-  'token.updated',
-  'api_key.created',
-  'api_key.deleted',
-  'account.plan_changed',
-  'account.key_rotated',
+  // Changes recorded in the audit log that subscribers can act on: listed once, there.
+  ...AUDITED_EVENT_TYPES,
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

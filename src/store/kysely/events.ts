@@ -1,7 +1,7 @@
-import type { Kysely } from 'kysely';
+import type { Insertable, Kysely } from 'kysely';
 import { randomBase58 } from '../../ids/base58.js';
 import type { EventRecord, Page, PageQuery } from '../records.js';
-import type { Database } from '../schema.js';
+import type { Database, EventsTable } from '../schema.js';
 import type { EventRepo, FanOutOptions, OutboxEvent } from '../store.js';
 import type { RepoContext } from './context.js';
 import { newestFirstPage, parseStringArray, toEvent } from './rows.js';
@@ -10,6 +10,17 @@ const NO_EMAIL: FanOutOptions = { emailTypes: [] };
 
 function subscribes(events: readonly string[], type: string): boolean {
   return events.includes('*') || events.includes(type);
+}
+
+/** An outbox event as its `events` row (its data as JSON text). */
+export function eventRow(event: OutboxEvent): Insertable<EventsTable> {
+  return {
+    id: event.id,
+    account_id: event.accountId,
+    type: event.type,
+    created_at: event.createdAt,
+    data: JSON.stringify(event.data),
+  };
 }
 
 /**
@@ -22,18 +33,7 @@ export async function insertEvents(
   options: FanOutOptions = NO_EMAIL,
 ): Promise<void> {
   if (events.length === 0) return;
-  await db
-    .insertInto('events')
-    .values(
-      events.map((event) => ({
-        id: event.id,
-        account_id: event.accountId,
-        type: event.type,
-        created_at: event.createdAt,
-        data: JSON.stringify(event.data),
-      })),
-    )
-    .execute();
+  await db.insertInto('events').values(events.map(eventRow)).execute();
 
   const accountIds = [...new Set(events.map((event) => event.accountId))];
   const hooks = await db

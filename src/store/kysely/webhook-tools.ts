@@ -8,6 +8,7 @@ import type {
   WebhookToolRepo,
 } from '../webhook-tool-records.js';
 import type { RepoContext } from './context.js';
+import { eventRow } from './events.js';
 import { parseStringArray, toEvent, toWebhook } from './rows.js';
 
 const DISABLED_BY_ACCOUNT = 'Disabled through the API (PATCH /v1/webhooks/:id {"enabled": false}).';
@@ -94,16 +95,7 @@ export class KyselyWebhookToolRepo implements WebhookToolRepo {
       if ('existingEventId' in event) eventId = event.existingEventId;
       else {
         eventId = event.id;
-        await trx
-          .insertInto('events')
-          .values({
-            id: event.id,
-            account_id: event.accountId,
-            type: event.type,
-            created_at: event.createdAt,
-            data: JSON.stringify(event.data),
-          })
-          .execute();
+        await trx.insertInto('events').values(eventRow(event)).execute();
       }
       const queued = webhookIds.map((webhookId) => ({ deliveryId: `dlv_${randomBase58(22)}`, webhookId }));
       if (queued.length > 0) {
