@@ -1,6 +1,6 @@
 /**
  * What the bench's two reference servers (forwarder.ts, relay.ts) share: the same command line,
- * `tokenproxy serve`'s V8 flags so that only the code differs from tokenproxy, one TLS context for
+ * `tokenproxy serve`'s V8 flags and young-generation size so that only the code differs from tokenproxy, one TLS context for
  * every upstream connection (as src/proxy/upstream.ts builds it), and the `{"port":N}` line the
  * driver waits for.
  *
@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import type { AddressInfo, Server } from 'node:net';
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
-import { applyServeV8Flags } from '../src/server/v8-tuning.js';
+import { applyServeV8Flags, restartWithServeHeap } from '../src/server/v8-tuning.js';
 
 export interface ReferenceSetup {
   /** The listener's certificate and key (PEM). */
@@ -22,6 +22,7 @@ export interface ReferenceSetup {
 
 /** Applies the V8 flags and reads the command line; exits with a usage line when it is incomplete. */
 export function referenceSetup(script: string): ReferenceSetup {
+  restartWithServeHeap();
   applyServeV8Flags();
   const [certFile, keyFile, caFile, upstreamPort] = process.argv.slice(2);
   if (certFile === undefined || keyFile === undefined || caFile === undefined || upstreamPort === undefined) {

@@ -1,3 +1,4 @@
+import { createWriteStream } from 'node:fs';
 /**
  * The bench driver: starts the stand-in provider, the references and tokenproxy pinned to their CPUs,
  * creates tokens, and runs h2load scenarios interleaved round by round.
@@ -125,6 +126,9 @@ export class Bench {
     if (this.profileDir !== undefined && name === 'sqlite') {
       nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${this.profileDir}`);
     }
+    // Diagnosis only (e.g. `--trace-gc`): extra node flags for tokenproxy, its stdout kept in a file.
+    const extra = process.env.BENCH_PROXY_NODE_ARGS;
+    if (extra !== undefined && extra.trim() !== '') nodeArgs.push(...extra.trim().split(/\s+/));
     const child = this.children.start(
       `tokenproxy (${name})`,
       ...this.onCpu(0, [
@@ -145,6 +149,8 @@ export class Bench {
         'warn',
       ]),
     );
+    const tee = process.env.BENCH_PROXY_STDOUT;
+    if (tee !== undefined) child.proc.stdout?.pipe(createWriteStream(`${tee}.${name}`));
     await this.children.waitFor(child, /^Ready\./m, 30_000);
     const api = /management API\s+(https:\/\/[\d.]+:\d+)\/v1/.exec(child.stderr)?.[1];
     const proxy = /proxy\s+(https:\/\/[\d.]+:\d+)/.exec(child.stderr)?.[1];

@@ -37,11 +37,11 @@ function rounded(t: Tail): Record<string, number> {
 /**
  * The `steady` phase: the condition of issue 17 — a large closed-loop load first (request-log table
  * grown, pools and heap aged), then a long fixed-rate run at 1,000 req/s — reporting the tail (p99.9,
- * max), not only the usual percentiles. Direct and the reference forwarder run the same rate after
- * it, for the added figures and the CPU comparison.
+ * max), not only the usual percentiles. Direct, the reference forwarder and the raw TLS relay run the
+ * same rate after it, for the added figures, the CPU comparison and the machine's own floor.
  */
 export async function steadyPhase(ctx: PhaseContext): Promise<void> {
-  const { s, b, direct, proxy, forwarder } = ctx;
+  const { s, b, direct, proxy, forwarder, relay } = ctx;
   const perConcurrency = Math.round(s.steadyPreloadRequests / s.concurrencies.length);
   for (const connections of s.concurrencies) {
     const res = await b.load(proxy, {
@@ -61,7 +61,7 @@ export async function steadyPhase(ctx: PhaseContext): Promise<void> {
     preload_requests: preload,
   };
   const tails = new Map<Scenario, Tail>();
-  for (const sc of [proxy, direct, forwarder]) {
+  for (const sc of [proxy, direct, forwarder, relay]) {
     const res = await b.load(sc, {
       rate: RATE,
       connections: CONNECTIONS,
@@ -92,7 +92,9 @@ export async function steadyPhase(ctx: PhaseContext): Promise<void> {
   const d = tails.get(direct);
   const p = tails.get(proxy);
   const w = tails.get(forwarder);
-  if (d === undefined || p === undefined || w === undefined) throw new Error('missing result');
+  const r = tails.get(relay);
+  if (d === undefined || p === undefined || w === undefined || r === undefined)
+    throw new Error('missing result');
   const stalls = p.sorted.filter((v) => v > d.p50 + STALL_MS).length;
   out.proxy_requests_over_direct_p50_plus_10ms = stalls;
   out.added = {
@@ -107,6 +109,12 @@ export async function steadyPhase(ctx: PhaseContext): Promise<void> {
     p99_9: round(w.p999 - d.p999, 4),
     max: round(w.max - d.max, 4),
   };
+  out.relay_added = {
+    p50: round(r.p50 - d.p50, 4),
+    p99: round(r.p99 - d.p99, 4),
+    p99_9: round(r.p999 - d.p999, 4),
+    max: round(r.max - d.max, 4),
+  };
   b.results.steady = out;
   b.row(
     `steady ${s.steadyS} s @${RATE} req/s after ${preload.toLocaleString('en')} closed-loop, p50/p99/p99.9/max`,
@@ -116,4 +124,15 @@ export async function steadyPhase(ctx: PhaseContext): Promise<void> {
     'ms',
   );
   b.row('  reference forwarder, same rate', '', tailText(w), '', 'ms');
+  // The floor: no HTTP, no allocation per request worth a collection; what crossing CPUs costs here.
+  b.row('  raw TLS relay, same rate', '', tailText(r), '', 'ms');
+  const gc = (out[proxy.name] as { gc?: Record<string, number> }).gc;
+  if (gc !== undefined)
+    b.row(
+      '  proxy: GC pauses over 10 ms; longest event-loop delay',
+      '',
+      `${gc.pauses_over_10ms}; ${fmt(gc.event_loop_delay_max_ms as number)} ms`,
+      `scavenge ${fmt(gc.scavenge_mean_ms as number)} ms mean, ${fmt(gc.scavenges_per_1000_requests as number)} per 1,000 requests`,
+      '',
+    );
 }

@@ -130,7 +130,10 @@ function camel(name: string): string {
 
 async function serve(opts: Record<string, unknown>, io: CliIo): Promise<number> {
   const config = configFrom(opts, io);
-  (await import('../server/v8-tuning.js')).applyServeV8Flags();
+  const tuning = await import('../server/v8-tuning.js');
+  // Before anything is opened or listened on: the process may be replaced (same pid).
+  tuning.restartWithServeHeap();
+  tuning.applyServeV8Flags();
   const [{ createLogger }, { startServer }] = await Promise.all([
     import('../observability/logger.js'),
     import('../server/start.js'),

@@ -15,18 +15,22 @@ describe('bench: garbage collections from /metrics', () => {
         'nodejs_gc_duration_seconds_count{kind="major"} 2',
         'nodejs_gc_duration_seconds_sum{kind="incremental"} 0.01',
         'nodejs_gc_duration_seconds_count{kind="incremental"} 4',
+        'nodejs_gc_duration_seconds_bucket{le="0.01",kind="minor"} 47',
+        'nodejs_gc_duration_seconds_bucket{le="0.01",kind="major"} 1',
+        'nodejs_gc_duration_seconds_bucket{le="0.01",kind="incremental"} 4',
+        'nodejs_eventloop_lag_max_seconds 0.0213',
       ].join('\n'),
-      want: { minorCount: 50, minorS: 0.25, majorCount: 6, majorS: 0.51 },
+      want: { minorCount: 50, minorS: 0.25, majorCount: 6, majorS: 0.51, over10ms: 4, loopDelayMaxS: 0.0213 },
     },
     {
       name: 'no collection yet (prom-client prints no series)',
       text: '# TYPE nodejs_gc_duration_seconds histogram\n',
-      want: { minorCount: 0, minorS: 0, majorCount: 0, majorS: 0 },
+      want: { minorCount: 0, minorS: 0, majorCount: 0, majorS: 0, over10ms: 0, loopDelayMaxS: 0 },
     },
     {
       name: 'a similarly named metric is not read',
       text: 'xnodejs_gc_duration_seconds_count{kind="minor"} 9\nnodejs_gc_duration_seconds_count{kind="minor"} 1',
-      want: { minorCount: 1, minorS: 0, majorCount: 0, majorS: 0 },
+      want: { minorCount: 1, minorS: 0, majorCount: 0, majorS: 0, over10ms: 0, loopDelayMaxS: 0 },
     },
   ])('$name', ({ text, want }) => {
     const got = parseGcTotals(text);
@@ -34,6 +38,8 @@ describe('bench: garbage collections from /metrics', () => {
     expect(got.minorS).toBeCloseTo(want.minorS, 9);
     expect(got.majorCount).toBe(want.majorCount);
     expect(got.majorS).toBeCloseTo(want.majorS, 9);
+    expect(got.over10ms).toBe(want.over10ms);
+    expect(got.loopDelayMaxS).toBeCloseTo(want.loopDelayMaxS, 9);
   });
 
   it("reads prom-client's own output after real scavenges", async () => {
@@ -58,5 +64,8 @@ describe('bench: garbage collections from /metrics', () => {
     const summary = gcSummary(during, 2000);
     expect(summary.scavenges_per_1000_requests).toBeCloseTo(during.minorCount / 2, 2);
     expect(summary.scavenge_mean_ms).toBeGreaterThan(0);
+    // Every pause counted is either within the 10 ms bucket or over it: never more over than in all.
+    expect(during.over10ms).toBeGreaterThanOrEqual(0);
+    expect(during.over10ms).toBeLessThanOrEqual(during.minorCount + during.majorCount);
   });
 });
