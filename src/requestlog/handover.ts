@@ -3,6 +3,8 @@ import type { TokenUsage } from '../store/store.js';
 import type { DropReason } from './batcher.js';
 import type { LogBudgets } from './log-budgets.js';
 import {
+  decodePacked,
+  encodePacked,
   packRequest,
   REQUEST_WIDTH,
   type LogQueue,
@@ -102,11 +104,13 @@ export class Handover {
       this.#tally.size > 0 && (this.#usagePosted === 0 || flushing) ? this.#tally.take() : undefined;
     if (this.waiting === 0 && usage === undefined) return undefined;
     const id = this.#nextId++;
-    const keyed = this.#keyed.values;
+    const keyedCount = this.#keyed.count;
+    const keyed = encodePacked(this.#keyed.values);
     const unmatched = this.#unmatched.values;
     const anomalies = this.#anomalies;
     this.#posted.set(id, {
       keyed,
+      keyedCount,
       keyedBytes: this.#keyed.bytes,
       unmatchedCount: this.#unmatched.count,
       unmatchedBytes: this.#unmatched.bytes,
@@ -121,7 +125,7 @@ export class Handover {
     this.#anomalies = [];
     this.#anomalyBytes = 0;
     if (usage !== undefined) this.#usagePosted += 1;
-    return { t: 'records', id, keyed, unmatched, anomalies, usage: usage ?? [] };
+    return { t: 'records', id, keyed, keyedCount, unmatched, anomalies, usage: usage ?? [] };
   }
 
   /** The worker stored (or itself dropped and counted) everything in message `id`. */
@@ -150,11 +154,11 @@ export class Handover {
       if (posted.usage !== undefined) this.#tally.merge(posted.usage);
       unmatchedLost += posted.unmatchedCount;
       if (!requeue) {
-        keyedLost += posted.keyed.length / REQUEST_WIDTH;
+        keyedLost += posted.keyedCount;
         anomaliesLost += posted.anomalies.length;
         continue;
       }
-      for (const value of posted.keyed) keyed.push(value);
+      if (posted.keyedCount > 0) for (const value of decodePacked(posted.keyed)) keyed.push(value);
       keyedBytes += posted.keyedBytes;
       for (const entry of posted.anomalies) anomalies.push(entry);
       anomalyBytes += posted.anomalyBytes;
@@ -188,7 +192,7 @@ export class Handover {
   }
 
   #forget(posted: Posted): void {
-    this.#keyed.stored(posted.keyed.length / REQUEST_WIDTH, posted.keyedBytes);
+    this.#keyed.stored(posted.keyedCount, posted.keyedBytes);
     this.#unmatched.stored(posted.unmatchedCount, posted.unmatchedBytes);
     this.#anomaliesPosted -= posted.anomalies.length;
     this.#anomalyBytesPosted -= posted.anomalyBytes;
@@ -212,7 +216,9 @@ export class Handover {
 }
 
 interface Posted {
-  readonly keyed: readonly PackedValue[];
+  /** Serialized (encodePacked): bytes outside the JavaScript heap while the worker stores them. */
+  readonly keyed: Uint8Array;
+  readonly keyedCount: number;
   readonly keyedBytes: number;
   readonly unmatchedCount: number;
   readonly unmatchedBytes: number;

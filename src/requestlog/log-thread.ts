@@ -14,6 +14,7 @@ import { openStoreWithoutMigrating } from '../store/open.js';
 import type { QueueMetrics } from './batcher.js';
 import { createRequestLogWriter, createUsageWriter } from './batch-writer.js';
 import {
+  decodePacked,
   unpackRequests,
   type FromLogThread,
   type LogQueue,
@@ -97,7 +98,8 @@ async function main(): Promise<void> {
   port.on('message', (message: ToLogThread) => {
     switch (message.t) {
       case 'records': {
-        for (const record of unpackRequests(message.keyed)) keyed.write(record);
+        if (message.keyedCount > 0)
+          for (const record of unpackRequests(decodePacked(message.keyed))) keyed.write(record);
         for (const record of unpackRequests(message.unmatched)) unmatched.write(record);
         for (const entry of message.anomalies) anomalies.write(entry);
         if (message.usage.length > 0) usage.write(message.usage);

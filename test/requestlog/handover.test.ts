@@ -2,7 +2,12 @@ import { describe, expect, it } from 'vitest';
 import type { DropReason } from '../../src/requestlog/batcher.js';
 import { Handover, trimTarget } from '../../src/requestlog/handover.js';
 import { LOG_BUDGETS } from '../../src/requestlog/log-budgets.js';
-import { unpackRequests, type LogQueue } from '../../src/requestlog/log-protocol.js';
+import {
+  decodePacked,
+  encodePacked,
+  unpackRequests,
+  type LogQueue,
+} from '../../src/requestlog/log-protocol.js';
 import {
   RECORD_OVERHEAD_BYTES,
   requestRecordBytes,
@@ -75,7 +80,7 @@ describe('Handover', () => {
     expect(h.depth('request_log_unmatched') + dropped('request_log_unmatched')).toBe(100);
     expect(h.depth('request_log')).toBe(1);
     const message = h.take();
-    expect(unpackRequests(message?.keyed ?? [])).toHaveLength(1);
+    expect(unpackRequests(decodePacked(message?.keyed ?? encodePacked([])))).toHaveLength(1);
   });
 
   it('counts what is posted against the budget until the worker says it is stored', () => {
@@ -109,7 +114,7 @@ describe('Handover', () => {
     h.workerLost(true);
     expect(dropped('request_log_unmatched', 'worker_lost')).toBe(1);
     const again = h.take();
-    expect(unpackRequests(again?.keyed ?? []).map((r) => r.requestId)).toEqual(
+    expect(unpackRequests(decodePacked(again?.keyed ?? encodePacked([]))).map((r) => r.requestId)).toEqual(
       [...mine, later].map((r) => r.requestId),
     );
     expect(again?.anomalies).toEqual([entry]);

@@ -73,6 +73,13 @@ describe('tokenproxy serve (the real binary, embedded defaults)', () => {
     }
   });
 
+  it('runs with the 8 MB semi-space, replacing its own process (same pid) before it listens', async () => {
+    // Linux only, as the bench and CI are: /proc shows the command line the process now runs.
+    const cmdline = (await readFile(`/proc/${server.child.pid}/cmdline`, 'utf8')).split('\0');
+    expect(cmdline).toContain('--max-semi-space-size=8');
+    expect(cmdline).toContain('serve');
+  });
+
   it('refuses TLS 1.2 clients on both listeners', async () => {
     for (const url of [server.apiUrl, server.proxyUrl]) {
       expect(await handshake(url, ca, 'TLSv1.3')).toBe('TLSv1.3');
@@ -141,6 +148,19 @@ describe('tokenproxy serve: restarts, refusals and shutdown', () => {
       expect(await second.stop()).toBe(0);
     } finally {
       await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it("keeps the operator's own semi-space size (NODE_OPTIONS) and does not restart", async () => {
+    const dir = await tempDir();
+    const own = await startServe(['--data-dir', dir], { NODE_OPTIONS: '--max-semi-space-size=4' });
+    try {
+      const cmdline = (await readFile(`/proc/${own.child.pid}/cmdline`, 'utf8')).split('\0');
+      expect(cmdline.some((arg) => arg.startsWith('--max-semi-space-size'))).toBe(false);
+      expect(await own.stop()).toBe(0);
+    } finally {
+      await own.stop();
+      await rm(dir, { recursive: true, force: true });
     }
   });
 
