@@ -65,15 +65,15 @@ export function parseArgs(argv: readonly string[]): Settings {
     heldStreams: quick ? 200 : 1000,
     bigTokenCount: quick ? 2_000 : 100_000,
     steadyPreloadRequests: quick ? 4_000 : 80_000,
-    steadyS: numberArg(argv, '--steady-seconds') ?? (quick ? 3 : 60),
+    steadyS: secondsArg(argv, '--steady-seconds') ?? (quick ? 3 : 60),
     pin: !argv.includes('--no-pin'),
     rates: [500, 1000],
     concurrencies: [32, 128],
   };
 }
 
-/** `--name N`: a positive number, or undefined when the option is absent. */
-function numberArg(argv: readonly string[], name: string): number | undefined {
+/** `--name N`: N seconds (positive), or undefined when the option is absent. */
+function secondsArg(argv: readonly string[], name: string): number | undefined {
   const at = argv.indexOf(name);
   if (at === -1) return undefined;
   const value = Number(argv[at + 1]);

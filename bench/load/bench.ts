@@ -1,4 +1,3 @@
-import { createWriteStream } from 'node:fs';
 /**
  * The bench driver: starts the stand-in provider, the references and tokenproxy pinned to their CPUs,
  * creates tokens, and runs h2load scenarios interleaved round by round.
@@ -13,6 +12,7 @@ import { ROOT, type Settings } from '../settings.js';
 import { median, summarize } from '../stats.js';
 import { log, CLK_TCK, cpuTicks, httpsJson, gcTotals, field } from '../util.js';
 import type { Tokenproxy, Reference, Scenario, Interleaved } from './types.js';
+import { createWriteStream } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 

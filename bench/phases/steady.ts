@@ -24,6 +24,16 @@ function tailText(t: Tail): string {
   return `${fmt(t.p50)} / ${fmt(t.p99)} / ${fmt(t.p999)} / ${fmt(t.max)}`;
 }
 
+/** `t` − `direct`, percentile by percentile. */
+function added(t: Tail, direct: Tail): Record<string, number> {
+  return {
+    p50: round(t.p50 - direct.p50, 4),
+    p99: round(t.p99 - direct.p99, 4),
+    p99_9: round(t.p999 - direct.p999, 4),
+    max: round(t.max - direct.max, 4),
+  };
+}
+
 function rounded(t: Tail): Record<string, number> {
   return {
     p50: round(t.p50, 4),
@@ -97,24 +107,9 @@ export async function steadyPhase(ctx: PhaseContext): Promise<void> {
     throw new Error('missing result');
   const stalls = p.sorted.filter((v) => v > d.p50 + STALL_MS).length;
   out.proxy_requests_over_direct_p50_plus_10ms = stalls;
-  out.added = {
-    p50: round(p.p50 - d.p50, 4),
-    p99: round(p.p99 - d.p99, 4),
-    p99_9: round(p.p999 - d.p999, 4),
-    max: round(p.max - d.max, 4),
-  };
-  out.forwarder_added = {
-    p50: round(w.p50 - d.p50, 4),
-    p99: round(w.p99 - d.p99, 4),
-    p99_9: round(w.p999 - d.p999, 4),
-    max: round(w.max - d.max, 4),
-  };
-  out.relay_added = {
-    p50: round(r.p50 - d.p50, 4),
-    p99: round(r.p99 - d.p99, 4),
-    p99_9: round(r.p999 - d.p999, 4),
-    max: round(r.max - d.max, 4),
-  };
+  out.added = added(p, d);
+  out.forwarder_added = added(w, d);
+  out.relay_added = added(r, d);
   b.results.steady = out;
   b.row(
     `steady ${s.steadyS} s @${RATE} req/s after ${preload.toLocaleString('en')} closed-loop, p50/p99/p99.9/max`,

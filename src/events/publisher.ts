@@ -1,4 +1,5 @@
 import { AUDITED_EVENT_TYPES } from '../audit/actions.js';
+
 /**
  * Event types tokenproxy emits (DESIGN §6). Every event is stored in a durable outbox before it is
  * delivered to webhooks (and, for breaches, by e-mail), so nothing is lost across a restart.

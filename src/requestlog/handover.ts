@@ -104,13 +104,12 @@ export class Handover {
       this.#tally.size > 0 && (this.#usagePosted === 0 || flushing) ? this.#tally.take() : undefined;
     if (this.waiting === 0 && usage === undefined) return undefined;
     const id = this.#nextId++;
-    const keyedCount = this.#keyed.count;
     const keyed = encodePacked(this.#keyed.values);
     const unmatched = this.#unmatched.values;
     const anomalies = this.#anomalies;
     this.#posted.set(id, {
       keyed,
-      keyedCount,
+      keyedCount: this.#keyed.count,
       keyedBytes: this.#keyed.bytes,
       unmatchedCount: this.#unmatched.count,
       unmatchedBytes: this.#unmatched.bytes,
@@ -125,7 +124,7 @@ export class Handover {
     this.#anomalies = [];
     this.#anomalyBytes = 0;
     if (usage !== undefined) this.#usagePosted += 1;
-    return { t: 'records', id, keyed, keyedCount, unmatched, anomalies, usage: usage ?? [] };
+    return { t: 'records', id, keyed, unmatched, anomalies, usage: usage ?? [] };
   }
 
   /** The worker stored (or itself dropped and counted) everything in message `id`. */

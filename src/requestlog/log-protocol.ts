@@ -28,8 +28,7 @@ export type ToLogThread =
        * serialized buffer (encodePacked): the proxy's thread keeps it until they are stored.
        */
       readonly keyed: Uint8Array;
-      readonly keyedCount: number;
-      /** Request records where no token matched, packed the same way. */
+      /** Request records where no token matched, packed by packRequest (plain: not kept once posted). */
       readonly unmatched: readonly PackedValue[];
       readonly anomalies: readonly AnomalyEntry[];
       /** Forwarded requests tallied on the proxy's thread (usage-tally.ts), for `recordUsage`. */

@@ -98,8 +98,7 @@ async function main(): Promise<void> {
   port.on('message', (message: ToLogThread) => {
     switch (message.t) {
       case 'records': {
-        if (message.keyedCount > 0)
-          for (const record of unpackRequests(decodePacked(message.keyed))) keyed.write(record);
+        for (const record of unpackRequests(decodePacked(message.keyed))) keyed.write(record);
         for (const record of unpackRequests(message.unmatched)) unmatched.write(record);
         for (const entry of message.anomalies) anomalies.write(entry);
         if (message.usage.length > 0) usage.write(message.usage);

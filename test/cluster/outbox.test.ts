@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startReceiver, type Receiver } from '../events/support.js';
 import { runCli, startServe, type ServerProcess } from '../support/cli.js';
 import { databases, type OpenedDatabase } from '../support/databases.js';
-import { alive, socketOwners, startRedis, until, type RedisProcess } from './workers-support.js';
+import { alive, socketOwners, startRedis, until, type TestRedis } from './workers-support.js';
 
 /**
  * One outbox, several delivering processes: three `serve` processes on one PostgreSQL database, and
@@ -33,7 +33,7 @@ interface Cluster {
 for (const fixture of databases) {
   describe.skipIf(!fixture.available)(`one delivery per event across processes (${fixture.name})`, () => {
     let db: OpenedDatabase;
-    let redis: RedisProcess;
+    let redis: TestRedis;
     let receiver: Receiver;
     let cluster: Cluster;
     const dirs: string[] = [];

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 
 // Redis and free ports come from the cluster suites' own helpers: one redis-server helper for all.
-export { freePort, startRedis, type TestRedis as RedisProcess } from './support.js';
+export { freePort, startRedis, type TestRedis } from './support.js';
 
 /**
  * Pids of the processes holding established TCP connections whose local port is `localPort` (the

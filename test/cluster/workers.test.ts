@@ -10,7 +10,7 @@ import {
   startMockProvider,
   type MockProvider,
 } from '../support/mock-provider.js';
-import { alive, socketOwners, startRedis, until, type RedisProcess } from './workers-support.js';
+import { alive, socketOwners, startRedis, until, type TestRedis } from './workers-support.js';
 
 const REAL_KEY = `sk-workers-${Date.now()}-real-key`;
 const ORIGIN = 'https://app.example.com';
@@ -56,7 +56,7 @@ describe('serve --workers: settings that refuse to start', () => {
 
 describe('serve --workers 2 (the real binary)', () => {
   let mock: MockProvider;
-  let redis: RedisProcess;
+  let redis: TestRedis;
   let dataDir = '';
   let work = '';
   let server: ServerProcess;
