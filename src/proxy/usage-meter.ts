@@ -1,4 +1,4 @@
-import type { ProxyRequest } from './exchange-io.js';
+import { requestHasBody, type ProxyRequest } from './exchange-io.js';
 import type { Readable } from 'node:stream';
 import type { TokenRecord } from '../store/records.js';
 import { describeBudget } from '../usage/budget.js';
@@ -11,7 +11,7 @@ import type { UsageDeps } from './deps.js';
 import { budgetExceededMessage } from './errors.js';
 
 /**
- * The proxy's side of issue 19, kept out of the request flow (handler.ts): which answers are scanned
+ * The proxy's side of issue 19, kept out of the request flow (exchange.ts): which answers are scanned
  * for usage, what a record says about usage, and the budget reservation before forwarding.
  */
 
@@ -61,13 +61,31 @@ export type BudgetAdmission =
     }
   | { readonly ok: false; readonly headers: readonly string[] | null; readonly message: string }
   /** The client went away while its body was read. */
-  | null;
+  | null
+  /** Neither the token nor its account has a budget after all: forward without a reservation. */
+  | typeof UNBUDGETED;
+
+export const UNBUDGETED = Symbol('unbudgeted');
+
+/** Waits for `applies` (a budget lookup may be remote), then reserves when there is a budget. */
+export async function admitBudget(
+  applies: boolean | Promise<boolean>,
+  guard: BudgetGuard,
+  usage: UsageDeps,
+  req: ProxyRequest,
+  token: TokenRecord,
+  provider: string,
+  now: number,
+): Promise<BudgetAdmission> {
+  if (!(await applies)) return UNBUDGETED;
+  return reserveBudget(guard, usage, req, token, provider, requestHasBody(req), now);
+}
 
 /**
  * Reads a bounded prefix of the body, reserves the worst case in the token's and the account's
  * budgets, and says how to go on: forward (with the body replayed), or refuse with 429.
  */
-export async function reserveBudget(
+async function reserveBudget(
   guard: BudgetGuard,
   usage: UsageDeps,
   req: ProxyRequest,

@@ -1,0 +1,399 @@
+import type { Readable } from 'node:stream';
+import { performance } from 'node:perf_hooks';
+import type { Logger } from 'pino';
+import type { UnauthorizedReason } from '../anomalies/record.js';
+import { errorSummary } from '../errors/summary.js';
+import { newRequestId } from '../ids/formats.js';
+import type { ObservedRequest } from '../limits/anomaly-detector.js';
+import type { Admission } from '../limits/proxy-limits.js';
+import { recordPath } from '../requestlog/record.js';
+import { clientIp } from '../rules/ip-match.js';
+import { requestOrigin } from '../rules/origin-match.js';
+import type { Hold } from '../usage/budget-guard.js';
+import { isVaultError } from '../vault/vault.js';
+import type { ProxyDeps } from './deps.js';
+import { responseCompleted, type ProxyRequest, type ProxyResponse } from './exchange-io.js';
+import {
+  NO_ORIGIN_MESSAGE,
+  providerMismatchMessage,
+  quotaExceededMessage,
+  writeProxyError,
+  type ProxyErrorCode,
+} from './errors.js';
+import type { ProxyHandler } from './handler.js';
+import { Relay, type RelayOwner } from './relay.js';
+import type { TokenEntry } from './token-cache.js';
+import type { Upstream } from './upstream.js';
+import { admitBudget, NO_USAGE, recordedUsage, UNBUDGETED, type BudgetAdmission } from './usage-meter.js';
+
+/** Status recorded for a request whose client went away before any answer (nginx's convention). */
+export const CLIENT_CLOSED_STATUS = 499;
+
+/**
+ * Refusals that count toward IP backoff (DESIGN §10: every refused 401 and 403), and
+ * `provider_mismatch`: a known token used where it does not belong is unauthorized use too.
+ */
+export type DeniedCode =
+  | 'missing_token'
+  | 'invalid_token'
+  | 'token_revoked'
+  | 'token_expired'
+  | 'provider_mismatch'
+  | 'origin_not_allowed'
+  | 'ip_not_allowed';
+
+/**
+ * One request through the proxy, from its token checks to its record (DESIGN §4 order): token →
+ * origin → IP → rate limit → quota → budget → decrypt. A request that passes them all is handed to a
+ * `Relay` with the decrypted key. It is logged exactly once, when its response closes.
+ */
+export class Exchange implements RelayOwner {
+  readonly #ctx: ProxyHandler;
+  readonly req: ProxyRequest;
+  readonly res: ProxyResponse;
+  readonly requestId: string;
+  readonly start: number;
+  readonly #wallStart: number;
+  readonly originHeader: string | undefined;
+  readonly #origin: string | undefined;
+  readonly #ip: string;
+  path = '';
+  suffix = '';
+  upstream: Upstream | undefined;
+  #token: TokenEntry | null = null;
+  #authorized = false;
+  /** The forwarded leg, once the key is decrypted; null for a request that was not forwarded. */
+  #relay: Relay | null = null;
+  /** The proxy's own answer, for the record; null while the provider's answer is relayed. */
+  errorCode: ProxyErrorCode | null = null;
+  #clientGone = false;
+  addedMs = 0;
+  #country: string | null | undefined;
+  /** `RateLimit-*` headers for the forwarded response of a rate-limited token. */
+  limitHeaders: readonly string[] | null = null;
+  /** A budgeted request's reservation, settled when it is over; its body replayed after the peek. */
+  #hold: Hold | null = null;
+  #body: Readable | null = null;
+  #requestModel: string | null = null;
+
+  constructor(ctx: ProxyHandler, req: ProxyRequest, res: ProxyResponse) {
+    this.start = performance.now();
+    this.#ctx = ctx;
+    this.req = req;
+    this.res = res;
+    this.#wallStart = ctx.now();
+    this.requestId = newRequestId(this.#wallStart);
+    const headers = req.headers;
+    const origin = headers.origin;
+    this.originHeader = origin === undefined || origin === '' ? undefined : origin;
+    this.#origin = requestOrigin(origin, headers.referer);
+    const xff = headers['x-forwarded-for'];
+    this.#ip = clientIp(
+      req.socket.remoteAddress ?? '',
+      typeof xff === 'string' ? xff : xff?.join(','),
+      ctx.trust,
+    );
+  }
+
+  get clientGone(): boolean {
+    return this.#clientGone;
+  }
+
+  get logger(): Logger | undefined {
+    return this.#ctx.deps.logger;
+  }
+
+  /** From here on the request is logged exactly once, when its response is over (or aborted). */
+  watch(): void {
+    this.res.once('close', this.#onClose);
+  }
+
+  refuse(code: ProxyErrorCode, extraHeaders?: readonly string[] | null, message?: string): void {
+    writeProxyError(this.res, code, this.requestId, this.originHeader, extraHeaders, message);
+    this.errorCode = code;
+    this.addedMs = performance.now() - this.start;
+  }
+
+  storeFailed(err: unknown): void {
+    this.#logError(err, 'token lookup failed');
+    if (!this.#clientGone) this.refuse('store_unavailable');
+  }
+
+  checkToken(entry: TokenEntry | null): void {
+    if (this.#clientGone) return;
+    if (entry === null) return this.deny('invalid_token');
+    this.#token = entry;
+    const token = entry.token;
+    if (token.status === 'revoked' || entry.ciphertext === null) return this.deny('token_revoked');
+    if (token.status === 'expired' || entry.expiresAtMs <= this.#ctx.now()) return this.deny('token_expired');
+    const upstream = this.upstream as Upstream;
+    if (token.provider !== upstream.id) return this.deny('provider_mismatch');
+    if (!entry.origins.matches(this.#origin)) return this.deny('origin_not_allowed');
+    if (entry.ips !== null && !entry.ips.matches(this.#ip)) return this.deny('ip_not_allowed');
+    this.#authorized = true;
+    const limits = this.#ctx.deps.limits;
+    if (limits === undefined) return this.#proceed();
+    // DESIGN §4 order after the origin/IP checks: rate limit, then quota, then forward.
+    let admission: Admission | Promise<Admission> | null;
+    try {
+      limits.observe(token, this.#wallStart, this.#ip, this.#countryOf(), this);
+      admission = limits.admit(token, this.#wallStart);
+    } catch (err) {
+      this.#logError(err, 'limits failed; forwarding');
+      admission = null;
+    }
+    if (admission instanceof Promise) {
+      admission.then(
+        (a) => this.#admitted(a),
+        (err: unknown) => {
+          this.#logError(err, 'limits failed; forwarding');
+          this.#admitted(null);
+        },
+      );
+    } else {
+      this.#admitted(admission);
+    }
+  }
+
+  /**
+   * A refused 401/403, unless the IP is in backoff: then 429 `ip_backoff` (DESIGN §4 and §10). Either
+   * way the attempt counts toward the IP's backoff.
+   */
+  deny(code: DeniedCode): void {
+    const limits = this.#ctx.deps.limits;
+    if (limits === undefined) return this.#denied(code, 0);
+    let wait: number | Promise<number>;
+    try {
+      wait = limits.unauthorized(this.#ip, this.#wallStart);
+    } catch (err) {
+      this.#logError(err, 'ip backoff failed');
+      wait = 0;
+    }
+    if (wait instanceof Promise) {
+      wait.then(
+        (w) => this.#denied(code, w),
+        (err: unknown) => {
+          this.#logError(err, 'ip backoff failed');
+          this.#denied(code, 0);
+        },
+      );
+    } else {
+      this.#denied(code, wait);
+    }
+  }
+
+  #denied(code: DeniedCode, retryAfter: number): void {
+    if (this.#clientGone) return;
+    if (retryAfter > 0) {
+      this.refuse('ip_backoff', ['Retry-After', String(retryAfter)]);
+      // Logged in the anomaly log when a token is known; coalesced into the breach alerts' counts.
+      if (this.#token !== null) this.#unauthorized('ip_backoff');
+      return;
+    }
+    if (code === 'origin_not_allowed') {
+      const headers = this.req.headers;
+      const none = headers.origin === undefined && headers.referer === undefined;
+      this.refuse(code, null, none ? NO_ORIGIN_MESSAGE : undefined);
+      this.#unauthorized(code);
+    } else if (code === 'provider_mismatch') {
+      const entry = this.#token as TokenEntry;
+      const pathProvider = (this.upstream as Upstream).id;
+      this.refuse(code, null, providerMismatchMessage(entry.token.provider, pathProvider));
+      // A mismatch from an allowed origin is most likely the owner's own bug: logged and counted,
+      // but only an alert when the origin is not allowed either (DESIGN §6).
+      this.#unauthorized(code, !entry.origins.matches(this.#origin));
+    } else {
+      this.refuse(code);
+      if (code === 'ip_not_allowed') this.#unauthorized(code);
+    }
+  }
+
+  #admitted(admission: Admission | null): void {
+    if (this.#clientGone) return;
+    if (admission !== null) {
+      if (admission.refuse !== null) {
+        const quota = admission.quota;
+        return this.refuse(
+          admission.refuse,
+          admission.headers,
+          quota === undefined ? undefined : quotaExceededMessage(quota.limit, quota.resetsAt),
+        );
+      }
+      this.limitHeaders = admission.headers;
+    }
+    this.#proceed();
+  }
+
+  /** Budgets last (issue 19): a reservation only for a token or account that has a budget. */
+  #proceed(): void {
+    const guard = this.#ctx.deps.usage?.budgets;
+    if (guard === undefined) return this.#send();
+    const token = (this.#token as TokenEntry).token;
+    let applies: boolean | Promise<boolean>;
+    try {
+      applies = guard.applies(token, this.#wallStart);
+    } catch (err) {
+      this.#logError(err, 'budgets failed; forwarding');
+      applies = false;
+    }
+    if (applies === false) return this.#send();
+    const usage = this.#ctx.deps.usage as NonNullable<ProxyDeps['usage']>;
+    const provider = (this.upstream as Upstream).id;
+    admitBudget(applies, guard, usage, this.req, token, provider, this.#wallStart).then(
+      (a) => this.#reserved(a),
+      (err: unknown) => {
+        // Like quotas, a store outage admits: the token was verified, a budget is a spend control.
+        this.#logError(err, 'budget reservation failed; forwarding');
+        this.#send();
+      },
+    );
+  }
+
+  #reserved(a: BudgetAdmission): void {
+    if (a === null) return; // the client left while its body was read
+    if (a === UNBUDGETED) return this.#send();
+    if (this.#clientGone) {
+      // Already recorded (on close) while the reservation was made: release it here.
+      if (a.ok) this.#ctx.deps.usage?.budgets?.settle(a.hold, NO_USAGE, this.#ctx.now());
+      return;
+    }
+    if (!a.ok) return this.refuse('budget_exceeded', a.headers, a.message);
+    this.#hold = a.hold;
+    this.#body = a.body;
+    this.#requestModel = a.model;
+    this.#send();
+  }
+
+  #send(): void {
+    if (this.#clientGone) return;
+    const entry = this.#token as TokenEntry;
+    const token = entry.token;
+    this.#forward(this.upstream as Upstream, token.keyId, token.accountId, entry.ciphertext as Buffer);
+  }
+
+  /** The request as the anomaly log records it; built only when an anomaly is found. */
+  observed(): ObservedRequest {
+    const token = (this.#token as TokenEntry).token;
+    return {
+      requestId: this.requestId,
+      accountId: token.accountId,
+      tokenId: token.id,
+      origin: this.#origin ?? null,
+      ip: this.#ip,
+      country: this.#countryOf(),
+      path: recordPath(this.path),
+    };
+  }
+
+  #unauthorized(reason: UnauthorizedReason, alert?: boolean): void {
+    const timestamp = new Date(this.#wallStart).toISOString();
+    try {
+      this.#ctx.deps.onUnauthorized({
+        ...this.observed(),
+        timestamp,
+        reason,
+        ...(alert === undefined ? {} : { alert }),
+      });
+    } catch (err) {
+      this.#logError(err, 'unauthorized-attempt handler failed');
+    }
+  }
+
+  #forward(upstream: Upstream, keyId: string, accountId: string, ciphertext: Buffer): void {
+    this.#ctx.deps.vault.decrypt(ciphertext, { keyId, accountId }).then(
+      (key) => this.#forwardWith(upstream, key),
+      (err: unknown) => {
+        // An HSM that cannot be reached is a 503 the client may retry, never a 500 (DESIGN §8).
+        const unavailable = isVaultError(err) && err.code === 'kek_unavailable';
+        this.#ctx.deps.logger?.error(
+          { err: errorSummary(err), key_id: keyId },
+          unavailable ? 'KEK unavailable: cannot decrypt provider key' : 'cannot decrypt provider key',
+        );
+        if (!this.#clientGone) this.refuse(unavailable ? 'kek_unavailable' : 'internal_error');
+      },
+    );
+  }
+
+  #forwardWith(upstream: Upstream, key: Buffer): void {
+    if (this.#clientGone) {
+      key.fill(0);
+      return;
+    }
+    if (key.length === 0) return this.refuse('internal_error');
+    const relay = new Relay(this, upstream, key);
+    this.#relay = relay;
+    relay.start(this.suffix, this.#body ?? this.req);
+  }
+
+  // ---- end of the exchange -----------------------------------------------------------------
+
+  readonly #onClose = (): void => {
+    if (!responseCompleted(this.res)) this.#clientGone = true;
+    if (this.#relay !== null) {
+      if (this.#clientGone) this.#relay.clientClosed();
+      else this.#relay.wipeKey();
+    }
+    this.#record();
+  };
+
+  #logError(err: unknown, message: string): void {
+    this.#ctx.deps.logger?.error({ err: errorSummary(err) }, message);
+  }
+
+  #countryOf(): string | null {
+    if (this.#country === undefined) {
+      try {
+        this.#country = this.#ctx.deps.countryOf(this.req.headers, this.#ip);
+      } catch {
+        this.#country = null;
+      }
+    }
+    return this.#country;
+  }
+
+  #record(): void {
+    const res = this.res;
+    const deps = this.#ctx.deps;
+    const status = res.headersSent ? res.statusCode : CLIENT_CLOSED_STATUS;
+    const token = this.#token?.token;
+    const provider = this.upstream?.id ?? null;
+    const relay = this.#relay;
+    const usage =
+      relay !== null && provider !== null
+        ? recordedUsage(deps.usage, relay.scanner, provider, this.#requestModel, this.path)
+        : NO_USAGE;
+    const upstreamMs = relay === null ? null : relay.upstreamMs;
+    // An upstream error or a client gone before any answer spent nothing: the reservation is released.
+    if (this.#hold !== null) {
+      const answered = upstreamMs !== null;
+      deps.usage?.budgets?.settle(this.#hold, answered ? usage : NO_USAGE, this.#ctx.now());
+      this.#hold = null;
+    }
+    try {
+      deps.requestLog.write({
+        requestId: this.requestId,
+        timestamp: new Date(this.#wallStart).toISOString(),
+        accountId: token?.accountId ?? null,
+        tokenId: token?.id ?? null,
+        provider,
+        origin: this.#origin ?? null,
+        ip: this.#ip,
+        country: this.#countryOf(),
+        pop: deps.config.pop,
+        path: recordPath(this.path),
+        status,
+        authorized: this.#authorized,
+        latencyMs: Math.round(this.addedMs),
+        forwarded: relay !== null,
+        errorCode: this.errorCode,
+        model: usage.model,
+        inputTokens: usage.inputTokens,
+        outputTokens: usage.outputTokens,
+        costMicros: usage.costMicros,
+      });
+      deps.metrics.observe(provider ?? 'unknown', status, this.addedMs, upstreamMs);
+    } catch (err) {
+      this.#logError(err, 'request log or metrics failed');
+    }
+  }
+}

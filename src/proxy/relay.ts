@@ -1,0 +1,201 @@
+import type { Readable } from 'node:stream';
+import { performance } from 'node:perf_hooks';
+import type { Logger } from 'pino';
+import type { Dispatcher } from 'undici';
+import { errorSummary } from '../errors/summary.js';
+import type { UsageScanner } from '../usage/usage-scanner.js';
+import { breakResponse, requestHasBody, type ProxyRequest, type ProxyResponse } from './exchange-io.js';
+import { writeProxyError, type ProxyErrorCode } from './errors.js';
+import { relayedHeaders, responseHasBody, upstreamHeaders } from './headers.js';
+import { KeyPatterns } from './key-encodings.js';
+import { StreamRedactor } from './redact.js';
+import { upstreamPath } from './route.js';
+import { logUpstreamFailure, upstreamErrorCode } from './upstream-failure.js';
+import type { Upstream } from './upstream.js';
+import { scannerFor } from './usage-meter.js';
+
+const CLIENT_GONE = new Error('client closed the connection');
+
+/** What a relay reads from the exchange it serves, and the two figures it reports back for the record. */
+export interface RelayOwner {
+  readonly req: ProxyRequest;
+  readonly res: ProxyResponse;
+  readonly requestId: string;
+  /** The request's `Origin` header, echoed in CORS headers; undefined when absent. */
+  readonly originHeader: string | undefined;
+  /** `RateLimit-*` headers for the answer of a rate-limited token. */
+  readonly limitHeaders: readonly string[] | null;
+  readonly clientGone: boolean;
+  readonly logger: Logger | undefined;
+  /** `performance.now()` when the request arrived. */
+  readonly start: number;
+  /** Time tokenproxy itself spent on the request; the relay adds its share. */
+  addedMs: number;
+  /** The proxy's own error answer, when the provider could not be reached. */
+  errorCode: ProxyErrorCode | null;
+}
+
+/**
+ * The forwarded leg of one exchange: undici's dispatch handler for the provider's answer, which it
+ * streams back to the client through the key redactor. It holds the decrypted key, and wipes it as
+ * soon as the provider's answer is over or the client has gone, whichever comes first.
+ */
+export class Relay implements Dispatcher.DispatchHandler {
+  readonly #ex: RelayOwner;
+  readonly #upstream: Upstream;
+  #key: Buffer | null;
+  /** The key's encodings, which the redactor looks for; wiped with the key. */
+  #patterns: KeyPatterns | null;
+  readonly #redactor: StreamRedactor;
+  #controller: Dispatcher.DispatchController | null = null;
+  #drainHooked = false;
+  #sentAt = 0;
+  /** Time from dispatch to the provider's status line; null while none has come. */
+  upstreamMs: number | null = null;
+  /** Usage read from the answer as it passes (src/usage); null for answers that cannot say any. */
+  scanner: UsageScanner | null = null;
+  /** The provider's answer is over (ended or failed). */
+  done = false;
+
+  constructor(ex: RelayOwner, upstream: Upstream, key: Buffer) {
+    this.#ex = ex;
+    this.#upstream = upstream;
+    this.#key = key;
+    this.#patterns = new KeyPatterns(key);
+    this.#redactor = new StreamRedactor(this.#patterns.patterns);
+  }
+
+  /** Sends the request to the provider; `body` is the client's request or a budget peek's replay. */
+  start(suffix: string, body: Readable): void {
+    const ex = this.#ex;
+    const req = ex.req;
+    const upstream = this.#upstream;
+    // Header values are strings, and JS strings cannot be wiped: this copy lives until the GC takes
+    // it. The Buffer, which is what the vault hands out, is zeroed as soon as the request is over.
+    const keyText = (this.#key as Buffer).toString('latin1');
+    const headers = upstreamHeaders(
+      req.rawHeaders,
+      req.headers.connection,
+      upstream.authHeader,
+      upstream.bearer ? `Bearer ${keyText}` : keyText,
+    );
+    this.#sentAt = performance.now();
+    ex.addedMs = this.#sentAt - ex.start;
+    upstream.pool.dispatch(
+      {
+        path: upstreamPath(upstream.basePath, suffix),
+        method: req.method ?? 'GET',
+        headers,
+        body: requestHasBody(req) ? body : null,
+      },
+      this,
+    );
+  }
+
+  /** The client went away: stop the provider's answer, and wipe the key now. */
+  clientClosed(): void {
+    if (!this.done) this.#controller?.abort(CLIENT_GONE);
+    this.wipeKey();
+  }
+
+  wipeKey(): void {
+    if (this.#key !== null) {
+      this.#key.fill(0);
+      this.#key = null;
+    }
+    if (this.#patterns !== null) {
+      this.#patterns.wipe();
+      this.#patterns = null;
+    }
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    if (this.#ex.clientGone) controller.abort(CLIENT_GONE);
+  }
+
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    status: number,
+    upstreamHeaders: Record<string, string | string[] | undefined>,
+  ): void {
+    if (status < 200) return; // 1xx interim answers are not relayed
+    const arrived = performance.now();
+    this.upstreamMs = arrived - this.#sentAt;
+    const ex = this.#ex;
+    const res = ex.res;
+    if (ex.clientGone || res.destroyed) {
+      controller.abort(CLIENT_GONE);
+      return;
+    }
+    const hasBody = responseHasBody(ex.req.method ?? 'GET', status);
+    const out = relayedHeaders(
+      upstreamHeaders,
+      hasBody,
+      (this.#patterns as KeyPatterns).texts,
+      ex.originHeader,
+      ex.requestId,
+      ex.limitHeaders,
+    );
+    res.writeHead(status, out);
+    if (hasBody) this.scanner = scannerFor(upstreamHeaders['content-type']);
+    // A stream's first bytes may be a while coming: let the client see the status now.
+    if (hasBody && upstreamHeaders['content-length'] === undefined) res.flushHeaders();
+    ex.addedMs += performance.now() - arrived;
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    const res = this.#ex.res;
+    if (this.#ex.clientGone || res.destroyed) return;
+    this.scanner?.write(chunk);
+    const out = this.#redactor.write(chunk);
+    if (out.length === 0) return;
+    if (!res.write(out)) {
+      controller.pause();
+      if (!this.#drainHooked) {
+        this.#drainHooked = true;
+        res.on('drain', this.#onDrain);
+      }
+    }
+  }
+
+  onResponseEnd(): void {
+    const tail = this.#redactor.flush();
+    this.#finished();
+    const res = this.#ex.res;
+    if (this.#ex.clientGone || res.destroyed) return;
+    if (tail.length > 0) res.end(tail);
+    else res.end();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController | undefined, err: Error): void {
+    this.#finished();
+    const ex = this.#ex;
+    const res = ex.res;
+    if (ex.clientGone || res.destroyed) return;
+    const code = upstreamErrorCode(err);
+    if (code === 'internal_error') {
+      ex.logger?.error({ err: errorSummary(err) }, 'upstream request failed');
+    } else if (ex.logger !== undefined) {
+      logUpstreamFailure(ex.logger, err, ex.requestId, this.#upstream.id, code, res.headersSent);
+    }
+    if (res.headersSent) {
+      // The provider broke off mid-answer: end the client's response as broken too, never hang it.
+      breakResponse(res);
+      return;
+    }
+    const failedAt = performance.now();
+    writeProxyError(res, code, ex.requestId, ex.originHeader);
+    ex.errorCode = code;
+    ex.addedMs += performance.now() - failedAt;
+  }
+
+  readonly #onDrain = (): void => {
+    this.#controller?.resume();
+  };
+
+  #finished(): void {
+    this.done = true;
+    this.wipeKey();
+  }
+}
