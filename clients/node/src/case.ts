@@ -43,6 +43,17 @@ export function fromWire(value: unknown, idField: string | undefined): unknown {
   return toCamel(value);
 }
 
+/** The ID_FIELDS exception alone, for an object whose names are already camelCase. */
+export function renameId(
+  item: Record<string, unknown>,
+  idField: string | undefined,
+): Record<string, unknown> {
+  const camel = idField === undefined ? undefined : camelName(idField);
+  if (camel === undefined || !(camel in item)) return item;
+  const { [camel]: id, ...rest } = item;
+  return { id, ...rest };
+}
+
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (value === null || typeof value !== 'object') return false;
   const proto = Object.getPrototypeOf(value) as unknown;

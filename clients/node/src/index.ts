@@ -8,7 +8,7 @@ export type {
   Logs,
   AccountResource,
   Providers,
-} from './client.js';
+} from './resources.js';
 export {
   TokenProxyError,
   InvalidRequestError,
