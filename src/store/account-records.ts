@@ -1,0 +1,39 @@
+import type { Budget } from '../usage/budget.js';
+import type { AccountRecord, PlanName } from './records.js';
+
+/** Store types of accounts: creating one with its first API key, its plan, budget and usage. */
+
+export interface NewAccount {
+  readonly id: string;
+  readonly name: string;
+  readonly plan: PlanName;
+  readonly createdAt: string;
+  /** The account's first API key, as digest plus visible start. */
+  readonly apiKeyDigest: string;
+  readonly apiKeyStart: string;
+  /** Id of that first key (named `default`, full scope); one is drawn when omitted. */
+  readonly apiKeyId?: string | undefined;
+}
+
+export interface AccountPatch {
+  readonly name?: string;
+  readonly alertEmail?: string | null;
+  readonly budget?: Budget | null;
+}
+
+export interface AccountRepo {
+  create(account: NewAccount): Promise<AccountRecord>;
+  count(): Promise<number>;
+  get(accountId: string): Promise<AccountRecord | undefined>;
+  /** The account owning a live API key with this digest. */
+  findByApiKeyDigest(digest: string): Promise<AccountRecord | undefined>;
+  update(accountId: string, patch: AccountPatch): Promise<AccountRecord | undefined>;
+  /** Every account, oldest first (the operator's `tokenproxy accounts list`). */
+  listAll(): Promise<readonly AccountRecord[]>;
+  /** Moves the account to `plan`; undefined when there is no such account. */
+  setPlan(accountId: string, plan: PlanName): Promise<AccountRecord | undefined>;
+  /** Active (not revoked, not past expiry at `now`) tokens of the account. */
+  countActiveTokens(accountId: string, now: string): Promise<number>;
+  /** Proxied requests counted for the account in `period` (`YYYY-MM`, UTC). */
+  usage(accountId: string, period: string): Promise<number>;
+}
