@@ -1,10 +1,10 @@
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { hasChromium, launchChromium } from '../support/chromium.js';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
@@ -12,7 +12,6 @@ import { createLogger } from '../../src/observability/logger.js';
 import { startServer, type RunningServer } from '../../src/server/start.js';
 import { startMockProvider, type MockProvider } from '../support/mock-provider.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const REAL_KEY = `sk-browser-${Date.now()}-real-key`;
 
 /** A page that calls the proxy with `fetch`, as a browser app would, and reports what it got. */
@@ -38,7 +37,7 @@ async function servePage(html: () => string): Promise<{ server: Server; port: nu
   return { server, port: (server.address() as AddressInfo).port };
 }
 
-describe.skipIf(!existsSync(CHROMIUM))('browsers: CORS preflight and origin binding in Chromium', () => {
+describe.skipIf(!hasChromium)('browsers: CORS preflight and origin binding in Chromium', () => {
   let mock: MockProvider;
   let dataDir: string;
   let server: RunningServer;
@@ -100,18 +99,7 @@ describe.skipIf(!existsSync(CHROMIUM))('browsers: CORS preflight and origin bind
     expect(created.status).toBe(201);
     token = String(created.body.sanitized_key);
 
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
   });
 
   afterAll(async () => {

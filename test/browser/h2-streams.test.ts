@@ -1,13 +1,12 @@
-import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { hasChromium, launchChromium } from '../support/chromium.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databases, type DatabaseFixture } from '../support/databases.js';
 import { startGatedUpstream, type GatedUpstream } from '../support/gated-upstream.js';
 import { startProxyHarness, type ProxyHarness } from '../proxy/harness.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const STREAMS = 10;
 /** How long the test waits for all ten first chunks before it lets the upstream finish anyway. */
 const FALLBACK_MS = 15_000;
@@ -49,7 +48,7 @@ function pageHtml(proxyUrl: string, token: string): string {
  * seen ten first chunks (or FALLBACK_MS passed), so over HTTP/2 all ten see their first chunk before
  * any ends, and over HTTP/1.1 the seventh cannot start until one of the six has ended.
  */
-describe.skipIf(!existsSync(CHROMIUM))('browsers: ten concurrent streams from one page', () => {
+describe.skipIf(!hasChromium)('browsers: ten concurrent streams from one page', () => {
   let browser: Browser;
   let gated: GatedUpstream;
   let page: Server;
@@ -58,16 +57,7 @@ describe.skipIf(!existsSync(CHROMIUM))('browsers: ten concurrent streams from on
 
   beforeAll(async () => {
     gated = await startGatedUpstream({ fallbackMs: 4 * FALLBACK_MS });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-      ],
-    });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();

@@ -1,0 +1,60 @@
+import { headerValue, sendError, sendJson, startSse, write, type Ctx } from './respond.js';
+
+// Routes that send back what the proxy forwarded, so tests see the real key's redaction from outside.
+
+export function echoAuth(ctx: Ctx): Promise<void> {
+  const authorization = headerValue(ctx.req, 'authorization') ?? null;
+  const apiKey = headerValue(ctx.req, 'x-api-key') ?? null;
+  const googKey = headerValue(ctx.req, 'x-goog-api-key') ?? null;
+  // Echo credentials in headers as well as the body: the proxy must redact the real key in both places.
+  const headers: Record<string, string> = {};
+  if (authorization !== null) headers['x-echo-authorization'] = authorization;
+  if (apiKey !== null) headers['x-echo-x-api-key'] = apiKey;
+  if (googKey !== null) headers['x-echo-x-goog-api-key'] = googKey;
+  sendJson(ctx.res, 200, { authorization, 'x-api-key': apiKey, 'x-goog-api-key': googKey }, headers);
+  return Promise.resolve();
+}
+
+/** How `/echo-key-encoded?as=` encodes the text it echoes (key inside a longer text, as a dump would). */
+export const MOCK_KEY_ENCODINGS: Readonly<Record<string, (text: string) => string>> = {
+  base64: (t) => Buffer.from(t).toString('base64'),
+  base64url: (t) => Buffer.from(t).toString('base64url'),
+  hex: (t) => Buffer.from(t).toString('hex'),
+  HEX: (t) => Buffer.from(t).toString('hex').toUpperCase(),
+  url: (t) => encodeURIComponent(t),
+  'json-slash': (t) => JSON.stringify(t).slice(1, -1).replaceAll('/', '\\/'),
+  'json-u': (t) => t.replace(/[^A-Za-z0-9]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`),
+};
+
+/**
+ * Echoes the credential it received (bearer or x-api-key), encoded as `?as=` names, in a header and
+ * in the body; with `?sse=1` as an event stream written 3 characters per chunk, so that the encoded
+ * key crosses many chunk boundaries.
+ */
+export async function echoKeyEncoded(ctx: Ctx): Promise<void> {
+  const auth = headerValue(ctx.req, 'authorization') ?? '';
+  const key = auth.startsWith('Bearer ') ? auth.slice(7) : (headerValue(ctx.req, 'x-api-key') ?? '');
+  const encode = MOCK_KEY_ENCODINGS[ctx.url.searchParams.get('as') ?? ''];
+  if (encode === undefined) return sendError(ctx.res, 400, 'unknown ?as= encoding');
+  const encoded = encode(`{"debug":{"api_key":"${key}","n":1}}`);
+  // Written as is (the encodings need no JSON escaping), so the body holds exactly the encoded form.
+  const json = `{"dump":"${encoded}"}`;
+  if (ctx.url.searchParams.get('sse') !== '1') {
+    ctx.res.writeHead(200, { 'content-type': 'application/json', 'x-echo-encoded': encoded });
+    ctx.res.end(json);
+    return;
+  }
+  startSse(ctx.res, { 'x-echo-encoded': encoded });
+  const event = `data: ${json}\n\n`;
+  for (let at = 0; at < event.length; at += 3) await write(ctx.res, event.slice(at, at + 3));
+  ctx.res.end();
+}
+
+export function echoBody(ctx: Ctx): Promise<void> {
+  ctx.res.writeHead(200, {
+    'content-type': headerValue(ctx.req, 'content-type') ?? 'application/octet-stream',
+    'content-length': String(ctx.body.length),
+  });
+  ctx.res.end(ctx.body);
+  return Promise.resolve();
+}
