@@ -28,6 +28,7 @@ export const REASON_LABELS: Record<string, string> = {
   origin_or_ip_not_allowed: 'Origin or IP not allowed',
   ip_backoff: 'IP in backoff',
   rate_or_quota_limit: 'Rate limit or quota',
+  budget_exceeded: 'Budget exceeded',
   token_revoked_or_expired: 'Revoked or expired token',
   provider_mismatch: 'Wrong provider',
   upstream_error: 'Provider unreachable',

@@ -5,14 +5,15 @@ import type { RequestLogRecord } from './record.js';
 export const FORWARDED = 'forwarded';
 
 /**
- * Why the proxy refused a request of a known token, from what the record keeps (status and whether
- * the origin/IP check passed; the record has no error code). The names are the Overview's labels and
- * the keys of GET /v1/usage's `refused_by_reason`.
+ * Why the proxy refused a request of a known token, from what the record keeps: its status, whether
+ * the origin/IP check passed, and the proxy's error code. The names are the Overview's labels and the
+ * keys of GET /v1/usage's `refused_by_reason`; a new one is only ever added (clients read the keys).
  */
 export type RefusalReason =
   | 'origin_or_ip_not_allowed'
   | 'ip_backoff'
   | 'rate_or_quota_limit'
+  | 'budget_exceeded'
   | 'token_revoked_or_expired'
   | 'provider_mismatch'
   | 'upstream_error'
@@ -22,13 +23,16 @@ export const REFUSAL_REASONS: readonly RefusalReason[] = [
   'origin_or_ip_not_allowed',
   'ip_backoff',
   'rate_or_quota_limit',
+  'budget_exceeded',
   'token_revoked_or_expired',
   'provider_mismatch',
   'upstream_error',
   'other',
 ];
 
-export function refusalReason(status: number, authorized: boolean): RefusalReason {
+export function refusalReason(status: number, authorized: boolean, errorCode: string | null): RefusalReason {
+  // A spend limit is the owner's own setting, not traffic pressure: apart from rate limits and quotas.
+  if (errorCode === 'budget_exceeded') return 'budget_exceeded';
   if (status === 403) return 'origin_or_ip_not_allowed';
   if (status === 429) return authorized ? 'rate_or_quota_limit' : 'ip_backoff';
   if (status === 401) return 'token_revoked_or_expired';
@@ -52,7 +56,9 @@ export function rollupsOf(batch: readonly RequestLogRecord[]): UsageRollup[] {
     const { accountId } = record;
     if (accountId === null) continue;
     const hour = hourOf(record.timestamp);
-    const outcome = record.forwarded ? FORWARDED : refusalReason(record.status, record.authorized);
+    const outcome = record.forwarded
+      ? FORWARDED
+      : refusalReason(record.status, record.authorized, record.errorCode);
     const key = `${accountId} ${hour} ${outcome}`;
     const entry = counts.get(key);
     if (entry === undefined) counts.set(key, { accountId, hour, outcome, requests: 1 });

@@ -169,6 +169,14 @@ for (const fixture of databases) {
           record({ ...mine, forwarded: false, status: 403, authorized: false, timestamp: hour(3) }),
           record({ ...mine, forwarded: false, status: 429, authorized: false, timestamp: hour(5) }),
           record({ ...mine, forwarded: false, status: 429, authorized: true, timestamp: hour(5) }),
+          record({
+            ...mine,
+            forwarded: false,
+            status: 429,
+            authorized: true,
+            errorCode: 'budget_exceeded',
+            timestamp: hour(5),
+          }),
           record({ ...mine, forwarded: false, status: 401, authorized: false, timestamp: hour(23) }),
           // Outside the window, and a record of no account: neither counts.
           record({ ...mine, forwarded: true, status: 200, authorized: true, timestamp: hour(30) }),
@@ -192,17 +200,18 @@ for (const fixture of databases) {
         const usage = ok<UsageJson>(await u.request('GET', '/v1/usage?window=24h&bucket=1h'));
         expect(usage.buckets).toHaveLength(24);
         expect(usage.forwarded).toBe(3);
-        expect(usage.refused).toBe(4);
+        expect(usage.refused).toBe(5);
         expect(usage.refused_by_reason).toMatchObject({
           origin_or_ip_not_allowed: 1,
           ip_backoff: 1,
           rate_or_quota_limit: 1,
+          budget_exceeded: 1,
           token_revoked_or_expired: 1,
           upstream_error: 0,
         });
         expect(usage.buckets.at(-1)).toMatchObject({ forwarded: 2, refused: 0 });
         expect(usage.buckets.at(-4)).toMatchObject({ forwarded: 1, refused: 1 });
-        expect(usage.buckets.at(-6)).toMatchObject({ forwarded: 0, refused: 2 });
+        expect(usage.buckets.at(-6)).toMatchObject({ forwarded: 0, refused: 3 });
         expect(usage.buckets[0]).toMatchObject({ forwarded: 0, refused: 1 });
 
         const week = ok<UsageJson>(await u.request('GET', '/v1/usage?window=7d&bucket=1d'));

@@ -5,16 +5,20 @@ import { capture, record } from './helpers.js';
 
 describe('usage rollups: rules', () => {
   it.each([
-    [403, false, 'origin_or_ip_not_allowed'],
-    [429, false, 'ip_backoff'],
-    [429, true, 'rate_or_quota_limit'],
-    [401, false, 'token_revoked_or_expired'],
-    [400, true, 'provider_mismatch'],
-    [502, true, 'upstream_error'],
-    [504, true, 'upstream_error'],
-    [500, true, 'other'],
-  ] as const)('status %i (authorized %s) is refused as %s', (status, authorized, reason) => {
-    expect(refusalReason(status, authorized)).toBe(reason);
+    [403, false, 'origin_not_allowed', 'origin_or_ip_not_allowed'],
+    [403, false, 'ip_not_allowed', 'origin_or_ip_not_allowed'],
+    [429, false, 'ip_backoff', 'ip_backoff'],
+    [429, true, 'rate_limited', 'rate_or_quota_limit'],
+    [429, true, 'quota_exceeded', 'rate_or_quota_limit'],
+    [429, true, 'budget_exceeded', 'budget_exceeded'],
+    [401, false, 'token_revoked', 'token_revoked_or_expired'],
+    [400, true, 'provider_mismatch', 'provider_mismatch'],
+    [502, true, 'upstream_unreachable', 'upstream_error'],
+    [504, true, 'upstream_timeout', 'upstream_error'],
+    [500, true, 'internal_error', 'other'],
+    [429, true, null, 'rate_or_quota_limit'],
+  ] as const)('status %i (authorized %s, code %s) is refused as %s', (status, authorized, code, reason) => {
+    expect(refusalReason(status, authorized, code)).toBe(reason);
   });
 
   it('an ISO timestamp belongs to the start of its UTC hour', () => {

@@ -269,7 +269,7 @@ class Usage:
     end: str
     forwarded: int
     refused: int
-    #: Refusals by reason: ``origin_or_ip_not_allowed``, ``ip_backoff``, ``rate_or_quota_limit``, …
+    #: Refusals by reason: ``origin_or_ip_not_allowed``, ``ip_backoff``, ``rate_or_quota_limit``, ``budget_exceeded``, …
     refused_by_reason: Dict[str, int]
     #: Oldest first, one per bucket, empty buckets included.
     buckets: List[UsageBucket]
