@@ -26,6 +26,8 @@ export class ProxyHandler {
   readonly trust: IpMatcher | null;
   readonly now: () => number;
   closing = false;
+  /** Requests received, for the idle memory reducer (src/server/idle-memory.ts). */
+  requests = 0;
 
   constructor(deps: ProxyDeps) {
     this.deps = deps;
@@ -42,6 +44,7 @@ export class ProxyHandler {
   }
 
   readonly handle = (req: ProxyRequest, res: ProxyResponse): void => {
+    this.requests++;
     // HTTP/2 sessions are sent GOAWAY by the server's close instead.
     if (this.closing && res instanceof ServerResponse) res.shouldKeepAlive = false;
     const ex = new Exchange(this, req, res);

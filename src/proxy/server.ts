@@ -18,6 +18,8 @@ export interface ProxyServer {
   listen(host: string, port: number): Promise<number>;
   /** Forgets cached token lookups, so a revoke or key change applies to the very next request. */
   invalidateCredentials(): void;
+  /** Requests received since start (every one, refused or not). */
+  requests(): number;
   /**
    * Stops accepting, lets in-flight requests and streams finish for up to `drainMs`, then closes
    * what is left; upstream pools are closed last.
@@ -137,6 +139,7 @@ export function createProxyServer(deps: ProxyDeps, options: ProxyServerOptions =
     invalidateCredentials() {
       handler.invalidateCredentials();
     },
+    requests: () => handler.requests,
     close(drainMs) {
       closing ??= (async () => {
         handler.closing = true;

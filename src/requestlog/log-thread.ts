@@ -11,6 +11,7 @@ import { pino } from 'pino';
 import { createAnomalyWriter } from '../anomalies/anomaly-writer.js';
 import { errorName } from '../errors/summary.js';
 import { openStoreWithoutMigrating } from '../store/open.js';
+import { IDLE_MEMORY_RULE, logReduction, startIdleMemoryReducer } from '../server/idle-memory.js';
 import type { QueueMetrics } from './batcher.js';
 import { createRequestLogWriter, createUsageWriter } from './batch-writer.js';
 import {
@@ -29,6 +30,8 @@ import {
  */
 const LOG_THREAD_NICE_STEP = 10;
 const LOWEST_PRIORITY = 19;
+/** Hand-overs come every ~200 ms under load: 50 of them is ten seconds of a busy spell. */
+const LOG_HANDOVERS_PER_REDUCTION = 50;
 
 /** Linux only (the thread's own id from /proc/thread-self); elsewhere the thread keeps its priority. */
 function lowerOwnPriority(): void {
@@ -95,11 +98,19 @@ async function main(): Promise<void> {
   /** Answers to `records` messages not sent yet; a flush waits for them. */
   const answers = new Set<Promise<void>>();
 
+  // This thread's heap grows with the batches of a busy spell too; a hand-over is ~200 ms of records.
+  let received = 0;
+  const reducer = startIdleMemoryReducer(() => received, {
+    rule: { ...IDLE_MEMORY_RULE, minWork: LOG_HANDOVERS_PER_REDUCTION },
+    onReduced: logReduction(logger, 'log worker'),
+  });
+
   port.on('message', (message: ToLogThread) => {
     switch (message.t) {
       case 'records': {
         for (const record of unpackRequests(decodePacked(message.keyed))) keyed.write(record);
         for (const record of unpackRequests(message.unmatched)) unmatched.write(record);
+        received += 1;
         for (const entry of message.anomalies) anomalies.write(entry);
         if (message.usage.length > 0) usage.write(message.usage);
         // Stored at the usual pace; the proxy's thread keeps what it must not lose until then.
@@ -123,6 +134,7 @@ async function main(): Promise<void> {
             logger.error({ err: errorName(err) }, 'log worker: closing the store failed'),
           )
           .finally(() => {
+            reducer.stop();
             post({ t: 'closed' });
             port.close();
           });

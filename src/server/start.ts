@@ -13,6 +13,7 @@ import { createMetrics } from '../observability/metrics.js';
 import { createCountryResolver } from '../requestlog/country.js';
 import { startLogWorker } from '../requestlog/log-worker.js';
 import { createProxyServer } from '../proxy/server.js';
+import { logReduction, startIdleMemoryReducer } from './idle-memory.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/store.js';
 import { loadTlsMaterial } from '../tls/tls-material.js';
@@ -250,6 +251,10 @@ async function startLocked(
     `  e-mail alerts   ${events.emailEnabled ? 'on' : 'off (set smtp_url to send breach alerts by e-mail)'}`,
   );
   logger.info({ apiPort, proxyPort, dialect: store.dialect }, 'listening');
+  const reducer = startIdleMemoryReducer(() => proxy.requests(), {
+    onReduced: logReduction(logger, 'proxy'),
+  });
+  started.push(() => reducer.stop());
 
   let closing: Promise<void> | undefined;
   return {

@@ -1,0 +1,68 @@
+import { describe, expect, it } from 'vitest';
+import {
+  IDLE_MEMORY_RULE,
+  memoryReducingGc,
+  shouldReduceMemory,
+  startIdleMemoryReducer,
+  type MemoryReduction,
+} from '../../src/server/idle-memory.js';
+
+describe('idle memory reduction: rule', () => {
+  it.each([
+    [0, 60_000, false, 'a thread that did nothing is left alone'],
+    [4_999, 60_000, false, 'too little work since the last reduction'],
+    [5_000, 59_999, false, 'not quiet long enough: a lull between bursts'],
+    [5_000, 60_000, true, 'a busy spell, then a minute without work'],
+    [80_000, 600_000, true, 'a long spell, long over'],
+  ] as const)('work %i, quiet %i ms → %s (%s)', (work, quietMs, reduce, why) => {
+    expect(shouldReduceMemory(work, quietMs, IDLE_MEMORY_RULE), why).toBe(reduce);
+  });
+});
+
+/** Garbage that makes V8 commit pages, as a busy spell does: ~100 MB allocated, little kept. */
+function churn(): void {
+  let keep: object[] = [];
+  for (let i = 0; i < 1_000_000; i++) {
+    keep.push({ n: i, s: `request ${i}`, a: [i, i + 1] });
+    if (keep.length > 400_000) keep = [];
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('idle memory reduction: on a real heap', () => {
+  it('this Node has the memory-reducing collection', () => {
+    expect(memoryReducingGc()).not.toBeNull();
+  });
+
+  it('returns memory once the work stops, not while it goes on, and not again without new work', async () => {
+    let work = 0;
+    const reductions: MemoryReduction[] = [];
+    const reducer = startIdleMemoryReducer(() => work, {
+      rule: { quietMs: 300, minWork: 10 },
+      checkEveryMs: 50,
+      onReduced: (r) => reductions.push(r),
+    });
+    try {
+      // Busy: the counter moves at every check, so no reduction however long it lasts.
+      for (let i = 0; i < 8; i++) {
+        churn();
+        work += 5;
+        await sleep(60);
+      }
+      expect(reductions).toHaveLength(0);
+
+      // Quiet: one reduction, which gives back what the spell made V8 keep.
+      for (let i = 0; i < 40 && reductions.length === 0; i++) await sleep(50);
+      expect(reductions).toHaveLength(1);
+      const [r] = reductions as [MemoryReduction];
+      expect(r.rssAfter).toBeLessThan(r.rssBefore - 20 * 1_048_576);
+
+      // Still quiet, no new work: nothing more to do.
+      await sleep(600);
+      expect(reductions).toHaveLength(1);
+    } finally {
+      reducer.stop();
+    }
+  }, 60_000);
+});
