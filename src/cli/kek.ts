@@ -6,7 +6,12 @@ import type { Config } from '../config/load.js';
  * with its own helpers for the settings flags.
  */
 export interface KekCommandHooks {
-  readonly withSettings: (cmd: Command) => Command;
+  readonly withSettings: (cmd: Command, only?: readonly string[], hideOthers?: boolean) => Command;
+  /**
+   * The settings the kek commands read (the store's and the KEK's), listed in `--help`; the others
+   * are accepted unlisted, so the command runs with the same flags as `serve`.
+   */
+  readonly settings: readonly string[];
   readonly configFrom: (opts: Record<string, unknown>) => Config;
   readonly env: Readonly<Record<string, string | undefined>>;
   readonly stdout: (line: string) => void;
@@ -26,6 +31,8 @@ export function registerKekCommands(program: Command, hooks: KekCommandHooks): v
             'Resumable: a run that was stopped is finished by running it again.',
         )
         .option('--batch-size <n>', 'envelopes rewrapped per batch', '100'),
+      hooks.settings,
+      true,
     )
     .action((opts: Record<string, unknown>) => {
       hooks.run(rotateCommand(opts, hooks));
@@ -43,6 +50,8 @@ export function registerKekCommands(program: Command, hooks: KekCommandHooks): v
             .makeOptionMandatory(),
         )
         .option('--batch-size <n>', 'envelopes rewrapped per batch', '100'),
+      hooks.settings,
+      true,
     )
     .action((opts: Record<string, unknown>) => {
       hooks.run(migrateCommand(opts, hooks));

@@ -1,4 +1,4 @@
-import { Command, CommanderError } from 'commander';
+import { Command, CommanderError, Option } from 'commander';
 import { ConfigError, loadConfig, type Config } from '../config/load.js';
 import { SETTINGS, envName, flagName, type SettingSpec } from '../config/settings.js';
 import { registerAccountCommands } from './accounts.js';
@@ -58,6 +58,7 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo): Prom
 
   registerKekCommands(program, {
     withSettings,
+    settings: [...STORE_SETTINGS, ...KEK_SETTINGS],
     configFrom: (opts) => configFrom(opts, io),
     env: io.env,
     stdout: io.stdout,
@@ -97,17 +98,21 @@ const KEK_SETTINGS: readonly string[] = [
 
 /**
  * Adds one flag per setting the command reads (all of them unless `only` is given) plus `--config`.
+ * With `hideOthers`, the other settings are still accepted but left out of `--help`: for commands run
+ * with the same flags as `serve` (the kek commands), where refusing them would break those scripts.
  * The default is shown in the help text but not given to commander: a flag default would override
  * the environment and the config file, and precedence lives in loadConfig.
  */
-function withSettings(cmd: Command, only?: readonly string[]): Command {
+function withSettings(cmd: Command, only?: readonly string[], hideOthers = false): Command {
   cmd.option('--config <file>', 'JSON config file (env TOKENPROXY_CONFIG)');
   for (const spec of SETTINGS as readonly SettingSpec[]) {
-    if (only !== undefined && !only.includes(spec.name)) continue;
+    const listed = only === undefined || only.includes(spec.name);
+    if (!listed && !hideOthers) continue;
     const flag = spec.kind.type === 'boolean' ? flagName(spec.name) : `${flagName(spec.name)} <value>`;
     const shown =
       spec.default === undefined || spec.secret === true ? '' : `default: ${String(spec.default)}; `;
-    cmd.option(flag, `${spec.description} (${shown}env ${envName(spec.name)})`);
+    const option = new Option(flag, `${spec.description} (${shown}env ${envName(spec.name)})`);
+    cmd.addOption(listed ? option : option.hideHelp());
   }
   return cmd;
 }

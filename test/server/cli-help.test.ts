@@ -44,6 +44,27 @@ describe('tokenproxy --help, --version', () => {
     expect(text).toContain('default: ./tokenproxy-data; env TOKENPROXY_DATA_DIR');
   });
 
+  it.each([
+    [['kek', 'rotate'], ['--batch-size']],
+    [
+      ['kek', 'migrate'],
+      ['--to', '--batch-size'],
+    ],
+  ])(
+    "`%s --help` lists its own options and the store and KEK settings only (the rest are accepted unlisted: test/kek passes serve's flags)",
+    async (command, own) => {
+      const res = await runCli([...command, '--help']);
+      expect(res.code).toBe(0);
+      expect(flags(res.stdout).sort()).toEqual(
+        [
+          ...own,
+          ...['--config', '--data-dir', '--database', '--help'],
+          ...['--kek', '--pkcs11-module', '--pkcs11-token-label', '--pkcs11-pin', '--pkcs11-key-label'],
+        ].sort(),
+      );
+    },
+  );
+
   it('`migrate --help` lists the store settings only', async () => {
     const res = await runCli(['migrate', '--help']);
     expect(res.code).toBe(0);
