@@ -105,6 +105,7 @@ export class Exchange implements RelayOwner {
 
   /** From here on the request is logged exactly once, when its response is over (or aborted). */
   watch(): void {
+    this.#ctx.inFlight++;
     this.res.once('close', this.#onClose);
   }
 
@@ -286,11 +287,10 @@ export class Exchange implements RelayOwner {
   }
 
   #unauthorized(reason: UnauthorizedReason, alert?: boolean): void {
-    const timestamp = new Date(this.#wallStart).toISOString();
     try {
       this.#ctx.deps.onUnauthorized({
         ...this.observed(),
-        timestamp,
+        timestamp: new Date(this.#wallStart).toISOString(),
         reason,
         ...(alert === undefined ? {} : { alert }),
       });
@@ -320,7 +320,15 @@ export class Exchange implements RelayOwner {
       return;
     }
     if (key.length === 0) return this.refuse('internal_error');
-    const relay = new Relay(this, upstream, key);
+    let relay: Relay;
+    try {
+      relay = new Relay(this, upstream, key);
+    } catch (err) {
+      // Building the key's encodings failed (memory): the key must not outlive the request anyway.
+      key.fill(0);
+      this.#logError(err, 'cannot prepare the forwarded request');
+      return this.refuse('internal_error');
+    }
     this.#relay = relay;
     relay.start(this.suffix, this.#body ?? this.req);
   }
@@ -328,6 +336,7 @@ export class Exchange implements RelayOwner {
   // ---- end of the exchange -----------------------------------------------------------------
 
   readonly #onClose = (): void => {
+    this.#ctx.inFlight--;
     if (!responseCompleted(this.res)) this.#clientGone = true;
     if (this.#relay !== null) {
       if (this.#clientGone) this.#relay.clientClosed();

@@ -26,8 +26,9 @@ export class ProxyHandler {
   readonly trust: IpMatcher | null;
   readonly now: () => number;
   closing = false;
-  /** Requests received, for the idle memory reducer (src/server/idle-memory.ts). */
+  /** Requests received, and those whose response is not over: for the idle memory reducer. */
   requests = 0;
+  inFlight = 0;
 
   constructor(deps: ProxyDeps) {
     this.deps = deps;

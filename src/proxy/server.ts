@@ -20,6 +20,8 @@ export interface ProxyServer {
   invalidateCredentials(): void;
   /** Requests received since start (every one, refused or not). */
   requests(): number;
+  /** Requests whose response is not over yet (streams included). */
+  inFlight(): number;
   /**
    * Stops accepting, lets in-flight requests and streams finish for up to `drainMs`, then closes
    * what is left; upstream pools are closed last.
@@ -140,6 +142,7 @@ export function createProxyServer(deps: ProxyDeps, options: ProxyServerOptions =
       handler.invalidateCredentials();
     },
     requests: () => handler.requests,
+    inFlight: () => handler.inFlight,
     close(drainMs) {
       closing ??= (async () => {
         handler.closing = true;

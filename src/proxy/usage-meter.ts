@@ -77,7 +77,14 @@ export async function admitBudget(
   provider: string,
   now: number,
 ): Promise<BudgetAdmission> {
-  if (!(await applies)) return UNBUDGETED;
+  let budgeted: boolean;
+  try {
+    budgeted = await applies;
+  } catch {
+    // The account's budget could not be read: forward without a reservation, as quotas do in an outage.
+    return UNBUDGETED;
+  }
+  if (!budgeted) return UNBUDGETED;
   return reserveBudget(guard, usage, req, token, provider, requestHasBody(req), now);
 }
 

@@ -44,7 +44,9 @@ export interface MemoryReduction {
 
 /**
  * V8's memory-reducing collection, or null where this V8 lacks it. `gc` exists only in contexts made
- * after `--expose-gc` is set, so it is taken from a fresh context and never appears as a global here.
+ * after `--expose-gc` is set, so it is taken from a fresh context rather than this one's globals. The
+ * flag is process-wide: threads started later (the HSM and retention workers) see a global `gc` too;
+ * nothing in tokenproxy calls one.
  */
 export function memoryReducingGc(): (() => void) | null {
   try {
@@ -60,6 +62,8 @@ export function memoryReducingGc(): (() => void) | null {
 
 export interface IdleMemoryOptions {
   readonly rule?: IdleMemoryRule | undefined;
+  /** Work still under way that the counter does not see (open streams): never reduce meanwhile. */
+  readonly busy?: (() => boolean) | undefined;
   readonly checkEveryMs?: number | undefined;
   readonly onReduced?: ((reduction: MemoryReduction) => void) | undefined;
 }
@@ -81,12 +85,17 @@ export function startIdleMemoryReducer(
   const timer = setInterval(() => {
     const now = performance.now();
     const count = work();
-    if (count !== seen) {
+    if (count !== seen || options.busy?.() === true) {
       seen = count;
       changedAt = now;
       return;
     }
-    if (!shouldReduceMemory(count - atLastReduction, now - changedAt, rule)) return;
+    const quietMs = now - changedAt;
+    if (!shouldReduceMemory(count - atLastReduction, quietMs, rule)) {
+      // A quiet spell ends the busy one: a trickle of work over hours is not a busy spell.
+      if (quietMs >= rule.quietMs) atLastReduction = count;
+      return;
+    }
     atLastReduction = count;
     const rssBefore = process.memoryUsage.rss();
     gc();

@@ -185,6 +185,11 @@ async function startLocked(
     if (scope !== 'accounts') proxy.invalidateCredentials();
     if (scope !== 'tokens') limits.proxy.forgetAccounts();
   });
+  const reducer = startIdleMemoryReducer(() => proxy.requests(), {
+    busy: () => proxy.inFlight() > 0,
+    onReduced: logReduction(logger, 'proxy'),
+  });
+  started.push(() => reducer.stop());
   // What follows is closed by the drain in close(); everything before it by stopStarted.
   const beforeListeners = started.length;
   started.push(() => proxy.close(0));
@@ -251,10 +256,6 @@ async function startLocked(
     `  e-mail alerts   ${events.emailEnabled ? 'on' : 'off (set smtp_url to send breach alerts by e-mail)'}`,
   );
   logger.info({ apiPort, proxyPort, dialect: store.dialect }, 'listening');
-  const reducer = startIdleMemoryReducer(() => proxy.requests(), {
-    onReduced: logReduction(logger, 'proxy'),
-  });
-  started.push(() => reducer.stop());
 
   let closing: Promise<void> | undefined;
   return {

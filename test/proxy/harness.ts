@@ -60,6 +60,8 @@ export interface ProxyHarness {
   readonly logLines: string[];
   /** Every Buffer the vault's decrypt returned, in order. */
   readonly decrypted: Buffer[];
+  /** Holds every decrypted key back from the proxy (recorded already) until the returned release. */
+  holdDecrypts(): () => void;
   readonly apiKey: string;
   readonly accountId: string;
   apiCall(method: string, url: string, body?: unknown): Promise<{ status: number; body: unknown }>;
@@ -157,6 +159,7 @@ export async function startProxyHarness(
 
   const realVault = createLocalVault(randomBytes(32));
   const decrypted: Buffer[] = [];
+  let held: Promise<void> | null = null;
   const vault: Vault = {
     kekId: realVault.kekId,
     encrypt: (plaintext, binding) => realVault.encrypt(plaintext, binding),
@@ -166,6 +169,7 @@ export async function startProxyHarness(
     async decrypt(envelope, binding) {
       const out = await realVault.decrypt(envelope, binding);
       decrypted.push(out);
+      if (held !== null) await held;
       return out;
     },
   };
@@ -343,6 +347,14 @@ export async function startProxyHarness(
     anomalyLog,
     logLines,
     decrypted,
+    holdDecrypts() {
+      let release = (): void => undefined;
+      held = new Promise((resolve) => (release = resolve));
+      return () => {
+        held = null;
+        release();
+      };
+    },
     apiKey: own.apiKey,
     accountId: own.account.id,
     apiCall,

@@ -296,6 +296,28 @@ describe('proxy security: key swap, SSRF, redaction, CORS, aborts, secrets', () 
       const record = await h.waitForRecord((r) => r.path === '/scripted/hang');
       expect(record).toMatchObject({ status: 499, forwarded: true, authorized: true });
     });
+
+    it('when the client left while its key was being decrypted (never forwarded)', async () => {
+      const before = h.decrypted.length;
+      const release = h.holdDecrypts();
+      const controller = new AbortController();
+      const pending = request(`${h.url}/openai/v1/models?held`, {
+        dispatcher: h.dispatcher,
+        headers: bearer(token),
+        signal: controller.signal,
+      });
+      try {
+        await vi.waitFor(() => expect(h.decrypted.length).toBe(before + 1));
+        controller.abort();
+        await expect(pending).rejects.toThrow();
+        const record = await h.waitForRecord((r) => r.status === 499 && !r.forwarded);
+        expect(record).toMatchObject({ authorized: true });
+      } finally {
+        release();
+      }
+      const buf = h.decrypted.at(-1) as Buffer;
+      await vi.waitFor(() => expect(allZero(buf)).toBe(true));
+    });
   });
 
   it('secrets appear in no record, log line, response or data file', async () => {

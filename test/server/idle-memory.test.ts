@@ -65,4 +65,40 @@ describe('idle memory reduction: on a real heap', () => {
       reducer.stop();
     }
   }, 60_000);
+
+  it('waits the quiet time, never reduces while work is in flight, forgets a trickle, stops when told', async () => {
+    let work = 0;
+    let busy = true;
+    const reductions: MemoryReduction[] = [];
+    const reducer = startIdleMemoryReducer(() => work, {
+      rule: { quietMs: 1_000, minWork: 10 },
+      checkEveryMs: 50,
+      busy: () => busy,
+      onReduced: (r) => reductions.push(r),
+    });
+    try {
+      work = 10; // enough work, but a stream is still open
+      await sleep(1_500);
+      expect(reductions).toHaveLength(0);
+      busy = false;
+      await sleep(300); // quiet, not long enough yet
+      expect(reductions).toHaveLength(0);
+      await sleep(1_500);
+      expect(reductions).toHaveLength(1);
+
+      // A trickle: 5, a quiet second, 5 more: never 10 in one spell.
+      work += 5;
+      await sleep(1_500);
+      work += 5;
+      await sleep(1_500);
+      expect(reductions).toHaveLength(1);
+
+      work += 10;
+      reducer.stop();
+      await sleep(1_500);
+      expect(reductions).toHaveLength(1);
+    } finally {
+      reducer.stop();
+    }
+  }, 30_000);
 });
