@@ -29,6 +29,21 @@ export const PROXY_ERROR_MESSAGES = {
 
 export type ProxyErrorCode = keyof typeof PROXY_ERROR_MESSAGES;
 
+/**
+ * Refusals that count toward IP backoff (DESIGN §10: every refused 401 and 403), and
+ * `provider_mismatch`: a known token used where it does not belong is unauthorized use too.
+ */
+export type DeniedCode = Extract<
+  ProxyErrorCode,
+  | 'missing_token'
+  | 'invalid_token'
+  | 'token_revoked'
+  | 'token_expired'
+  | 'provider_mismatch'
+  | 'origin_not_allowed'
+  | 'ip_not_allowed'
+>;
+
 /** `origin_not_allowed` when the request named no origin at all: the usual server-side mistake. */
 export const NO_ORIGIN_MESSAGE =
   'This token may not be used from this origin: the request has no Origin or Referer header. ' +

@@ -18,6 +18,7 @@ import {
   providerMismatchMessage,
   quotaExceededMessage,
   writeProxyError,
+  type DeniedCode,
   type ProxyErrorCode,
 } from './errors.js';
 import type { ProxyHandler } from './handler.js';
@@ -28,19 +29,6 @@ import { admitBudget, NO_USAGE, recordedUsage, UNBUDGETED, type BudgetAdmission 
 
 /** Status recorded for a request whose client went away before any answer (nginx's convention). */
 export const CLIENT_CLOSED_STATUS = 499;
-
-/**
- * Refusals that count toward IP backoff (DESIGN §10: every refused 401 and 403), and
- * `provider_mismatch`: a known token used where it does not belong is unauthorized use too.
- */
-export type DeniedCode =
-  | 'missing_token'
-  | 'invalid_token'
-  | 'token_revoked'
-  | 'token_expired'
-  | 'provider_mismatch'
-  | 'origin_not_allowed'
-  | 'ip_not_allowed';
 
 /**
  * One request through the proxy, from its token checks to its record (DESIGN §4 order): token →
