@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -7,9 +7,9 @@ import type { Browser } from 'playwright-core';
 import { hasChromium, launchChromium } from '../support/chromium.js';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/load.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { startServer, type RunningServer } from '../../src/server/start.js';
+import { mockProviderConfig } from '../support/server-config.js';
 import { startMockProvider, type MockProvider } from '../support/mock-provider.js';
 
 const REAL_KEY = `sk-browser-${Date.now()}-real-key`;
@@ -62,18 +62,7 @@ describe.skipIf(!hasChromium)('browsers: CORS preflight and origin binding in Ch
   beforeAll(async () => {
     mock = await startMockProvider();
     dataDir = await mkdtemp(path.join(os.tmpdir(), 'tokenproxy-browser-'));
-    const caFile = path.join(dataDir, 'provider-ca.pem');
-    await writeFile(caFile, mock.caCertPem);
-    const configFile = path.join(dataDir, 'config.json');
-    await writeFile(
-      configFile,
-      JSON.stringify({ providers: { openai: { base_url: mock.url, auth: 'bearer' } } }),
-    );
-    const config = loadConfig({
-      flags: { data_dir: dataDir, api_port: '0', proxy_port: '0', provider_ca: caFile },
-      env: {},
-      configFile,
-    });
+    const config = await mockProviderConfig(dataDir, mock);
     const printed: string[] = [];
     server = await startServer(config, {
       env: {},

@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
@@ -6,10 +6,10 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { createAccount } from '../../src/accounts/create-account.js';
-import { loadConfig } from '../../src/config/load.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { startServer, type RunningServer } from '../../src/server/start.js';
 import { launchChromium } from '../support/chromium.js';
+import { mockProviderConfig } from '../support/server-config.js';
 import { startMockProvider } from '../support/mock-provider.js';
 import { expectNoSecrets } from './dashboard-pages.js';
 
@@ -110,24 +110,8 @@ async function setUp(
   stops.push(() => mock.close());
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'tokenproxy-dashboard-'));
   stops.push(() => rm(dataDir, { recursive: true, force: true }));
-  const caFile = path.join(dataDir, 'provider-ca.pem');
-  await writeFile(caFile, mock.caCertPem);
-  const configFile = path.join(dataDir, 'config.json');
-  await writeFile(
-    configFile,
-    JSON.stringify({ providers: { openai: { base_url: mock.url, auth: 'bearer' } } }),
-  );
-  const config = loadConfig({
-    flags: {
-      data_dir: dataDir,
-      api_port: '0',
-      proxy_port: '0',
-      provider_ca: caFile,
-      host: '127.0.0.1',
-      allow_private_webhooks: 'true',
-    },
-    env: {},
-    configFile,
+  const config = await mockProviderConfig(dataDir, mock, {
+    flags: { host: '127.0.0.1', allow_private_webhooks: 'true' },
   });
   const server = await startServer(config, {
     env: {},

@@ -1,15 +1,15 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/load.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { startServer, type RunningServer } from '../../src/server/start.js';
 import { openStore } from '../../src/store/open.js';
 import { timestampPosition } from '../../src/store/records.js';
+import { mockProviderConfig } from '../support/server-config.js';
 import { startMockProvider, type MockProvider } from '../support/mock-provider.js';
 import { allPages } from '../store/helpers.js';
 
@@ -49,18 +49,7 @@ describe('a flood of tokenless requests with large paths', () => {
   beforeAll(async () => {
     mock = await startMockProvider();
     dataDir = await mkdtemp(path.join(os.tmpdir(), 'tokenproxy-flood-'));
-    const caFile = path.join(dataDir, 'provider-ca.pem');
-    await writeFile(caFile, mock.caCertPem);
-    const configFile = path.join(dataDir, 'config.json');
-    await writeFile(
-      configFile,
-      JSON.stringify({ providers: { openai: { base_url: mock.url, auth: 'bearer' } } }),
-    );
-    const config = loadConfig({
-      flags: { data_dir: dataDir, api_port: '0', proxy_port: '0', provider_ca: caFile },
-      env: {},
-      configFile,
-    });
+    const config = await mockProviderConfig(dataDir, mock);
     const printed: string[] = [];
     server = await startServer(config, {
       env: {},

@@ -1,13 +1,13 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/load.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { startServer, type RunningServer } from '../../src/server/start.js';
 import { openStore } from '../../src/store/open.js';
+import { mockProviderConfig } from '../support/server-config.js';
 import { startMockProvider, type MockProvider } from '../support/mock-provider.js';
 import { databases, type OpenedDatabase } from '../support/databases.js';
 import { newAccount, rawQuery } from '../store/helpers.js';
@@ -59,18 +59,7 @@ describe('retention: 1,000,000 rows purged while requests flow (SQLite)', () => 
       db.close();
     }
 
-    const caFile = path.join(dataDir, 'provider-ca.pem');
-    await writeFile(caFile, mock.caCertPem);
-    const configFile = path.join(dataDir, 'config.json');
-    await writeFile(
-      configFile,
-      JSON.stringify({ providers: { openai: { base_url: mock.url, auth: 'bearer' } } }),
-    );
-    const config = loadConfig({
-      flags: { data_dir: dataDir, api_port: '0', proxy_port: '0', provider_ca: caFile },
-      env: {},
-      configFile,
-    });
+    const config = await mockProviderConfig(dataDir, mock);
     server = await startServer(config, {
       env: {},
       logger: createLogger('info', { write: (line: string) => void logLines.push(line) }),
@@ -184,17 +173,8 @@ describe.skipIf(postgres?.available !== true)(
          from generate_series(1, ${PG_ROWS}) as i`,
         [created.account.id],
       );
-      const caFile = path.join(opened.dataDir, 'provider-ca.pem');
-      await writeFile(caFile, mock.caCertPem);
-      const configFile = path.join(opened.dataDir, 'config.json');
-      await writeFile(
-        configFile,
-        JSON.stringify({ providers: { openai: { base_url: mock.url, auth: 'bearer' } } }),
-      );
-      const config = loadConfig({
-        flags: { data_dir: opened.dataDir, api_port: '0', proxy_port: '0', provider_ca: caFile },
+      const config = await mockProviderConfig(opened.dataDir, mock, {
         env: { TOKENPROXY_DATABASE: opened.database },
-        configFile,
       });
       server = await startServer(config, { env: {}, logger: createLogger('silent'), print: () => undefined });
       dispatcher = new Agent({ connect: { rejectUnauthorized: false } });
