@@ -46,15 +46,8 @@ export interface EventRepo {
   ): Promise<Page<EventRecord>>;
 }
 
-export interface NewWebhook {
-  readonly id: string;
-  readonly accountId: string;
-  readonly url: string;
-  readonly events: readonly string[];
-  /** Vault envelope of the signing secret. */
-  readonly secret: Buffer;
-  readonly createdAt: string;
-}
+/** A webhook as created: no disabled or failing state yet (`secret` is a vault envelope). */
+export type NewWebhook = Pick<WebhookRecord, 'id' | 'accountId' | 'url' | 'events' | 'secret' | 'createdAt'>;
 
 export interface WebhookRepo {
   create(webhook: NewWebhook): Promise<WebhookRecord>;
