@@ -85,7 +85,7 @@ export async function admitBudget(
     return UNBUDGETED;
   }
   if (!budgeted) return UNBUDGETED;
-  return reserveBudget(guard, usage, req, token, provider, requestHasBody(req), now);
+  return reserveBudget(guard, usage, req, token, provider, now);
 }
 
 /**
@@ -98,9 +98,9 @@ async function reserveBudget(
   req: ProxyRequest,
   token: TokenRecord,
   provider: string,
-  hasBody: boolean,
   now: number,
 ): Promise<BudgetAdmission> {
+  const hasBody = requestHasBody(req);
   const peeked = hasBody ? await peekBody(req, REQUEST_PREFIX_BYTES) : null;
   if (hasBody && peeked === null) return null;
   const hints = peeked === null ? { model: null, maxOutputTokens: null } : requestHints(peeked.prefix);
