@@ -17,6 +17,8 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium: every view', () => {
       await phone.addCookies(await d.context.cookies());
       const p = await phone.newPage();
       await p.goto(`${d.server.apiUrl}/`);
+      // The desktop page was signed in before the seed: load it again so its shots show the seeded data.
+      await d.page.goto(`${d.server.apiUrl}/`);
       for (const view of VIEWS) {
         await go(d.page, view);
         await d.page.waitForLoadState('networkidle');
