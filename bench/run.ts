@@ -31,6 +31,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { latencyPhase } from './phases/latency.js';
 import { throughputPhase } from './phases/throughput.js';
+import { cpuPhase } from './phases/cpu.js';
 import { streamingPhase } from './phases/streaming.js';
 import { memoryPhase } from './phases/memory.js';
 import { originsPhase } from './phases/origins.js';
@@ -159,6 +160,8 @@ async function main(): Promise<number> {
 
     if (s.only.has('throughput')) await throughputPhase(ctx);
 
+    if (s.only.has('cpu')) await cpuPhase(ctx);
+
     if (s.only.has('streaming')) await streamingPhase(ctx);
 
     if (s.only.has('memory')) await memoryPhase(ctx);
@@ -178,9 +181,13 @@ async function main(): Promise<number> {
     let components: Frame[] | undefined;
     if (b.profileDir !== undefined) {
       // One profile per thread: CPU.<date>.<time>.<pid>.<thread id>.<n>.cpuprofile; thread 0 is the
-      // proxy's own, the other is the log worker's. Each gets folded stacks for a flame graph.
-      const files = readdirSync(b.profileDir).filter((f) => f.endsWith('.cpuprofile'));
-      const main = files.find((f) => /\.0\.\d+\.cpuprofile$/.test(f)) ?? files[0];
+      // proxy's own, the others the workers'. Each gets folded stacks for a flame graph. `serve`
+      // restarts itself once at start (v8-tuning.ts), so the main thread leaves two profiles under one
+      // pid: the serving one is the later, whose time stamp sorts last.
+      const files = readdirSync(b.profileDir)
+        .filter((f) => f.endsWith('.cpuprofile'))
+        .sort();
+      const main = files.findLast((f) => /\.0\.\d+\.cpuprofile$/.test(f)) ?? files[0];
       const profiles: Record<string, unknown> = {};
       for (const file of files) {
         const path = join(b.profileDir, file);

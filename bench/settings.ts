@@ -6,6 +6,7 @@ export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const PHASES = [
   'latency',
   'throughput',
+  'cpu',
   'streaming',
   'memory',
   'origins',

@@ -286,8 +286,9 @@ export class Bench {
   async interleaved(
     label: string,
     scenarios: readonly Scenario[],
-    opts: { rate?: number; connections: number },
+    opts: { rate?: number; connections: number; rounds?: number },
   ): Promise<Map<string, Interleaved>> {
+    const rounds = opts.rounds ?? this.s.rounds;
     // Warm-up (connections, pools, JIT). In closed loop it also sizes the measured runs: -n is set
     // from the warm-up's rate so that a run lasts about durationS + warmS.
     const perRun = new Map<string, number>();
@@ -304,7 +305,7 @@ export class Bench {
     const rps = new Map<string, number[]>();
     const cpu = new Map<string, number[]>();
     const gc = new Map<string, { totals: GcTotals; requests: number }>();
-    for (let r = 0; r < this.s.rounds; r++) {
+    for (let r = 0; r < rounds; r++) {
       const order = r % 2 === 0 ? scenarios : [...scenarios].reverse();
       for (const sc of order) {
         const res = await this.load(sc, {
@@ -319,19 +320,20 @@ export class Bench {
         const seen = gc.get(sc.name) ?? { totals: NO_GC, requests: 0 };
         gc.set(sc.name, { totals: gcAdd(seen.totals, res.gc), requests: seen.requests + res.total });
         log(
-          `${label} round ${r + 1}/${this.s.rounds} ${sc.name}: ${res.rps.toFixed(0)} req/s, ${res.latenciesMs.length} requests, ${res.cpuUsPerRequest.toFixed(0)} µs CPU/request`,
+          `${label} round ${r + 1}/${rounds} ${sc.name}: ${res.rps.toFixed(0)} req/s, ${res.latenciesMs.length} requests, ${res.cpuUsPerRequest.toFixed(0)} µs CPU/request`,
         );
       }
     }
     const out = new Map<string, Interleaved>();
     for (const sc of scenarios) {
-      const rounds = rps.get(sc.name) ?? [];
+      const rpsRounds = rps.get(sc.name) ?? [];
       const collected = gc.get(sc.name);
       out.set(sc.name, {
         lat: summarize(lat.get(sc.name) ?? []),
-        rps: median(rounds),
-        rpsRounds: rounds,
+        rps: median(rpsRounds),
+        rpsRounds,
         cpuUs: median(cpu.get(sc.name) ?? []),
+        cpuRounds: cpu.get(sc.name) ?? [],
         gc:
           sc.metrics === undefined || collected === undefined
             ? undefined

@@ -39,6 +39,7 @@ export interface Interleaved {
   readonly rps: number;
   readonly rpsRounds: number[];
   readonly cpuUs: number;
+  readonly cpuRounds: number[];
   /** tokenproxy's garbage collections over the measured runs (gc.ts); undefined for other systems. */
   readonly gc: Record<string, number> | undefined;
 }
