@@ -81,7 +81,7 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium: traffic', () => {
         .getByRole('cell', { name: 'Origin or IP not allowed' })
         .waitFor();
       await p.locator('.chart canvas').first().waitFor();
-      await shoot(p, 'overview-desktop');
+      await shoot(p, 'overview-traffic-desktop');
       if (process.env.DASHBOARD_SCREENSHOT_DOCS === '1') {
         await p.screenshot({ path: path.resolve('docs/dashboard.png') });
       }
@@ -98,20 +98,19 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium: traffic', () => {
       budget: { tokens: 100000, period: 'month' },
     });
     expect(patched.status, JSON.stringify(patched.body)).toBe(200);
-    for (let i = 0; i < 3; i++) expect((await d.proxy(t.sanitized_key, ALLOWED)).status).toBe(200);
-    // The mock answers with `usage`; the proxy settles each reservation to it after the answer.
-    await expect
-      .poll(async () => {
-        const usage = await d.api(fresh.apiKey, 'GET', '/v1/usage');
-        const budgets = (usage.body as { budgets?: Array<{ token_id: string | null; used: number }> })
-          .budgets;
-        return budgets?.find((b) => b.token_id === t.token_id)?.used ?? 0;
-      })
-      .toBeGreaterThan(0);
-    const usage = await d.api(fresh.apiKey, 'GET', '/v1/usage');
-    const status = (
-      usage.body as unknown as { budgets: Array<{ token_id: string | null; used: number }> }
-    ).budgets.find((b) => b.token_id === t.token_id);
+    // The mock answers with `usage`; the proxy settles each reservation to it after the answer, in
+    // the background. One request first, to learn what one costs; then the spend of all three is
+    // known exactly, and the page is read only once the API counts all of it.
+    const used = async (): Promise<number> => {
+      const usage = await d.api(fresh.apiKey, 'GET', '/v1/usage');
+      const budgets = (usage.body as { budgets?: Array<{ token_id: string | null; used: number }> }).budgets;
+      return budgets?.find((b) => b.token_id === t.token_id)?.used ?? 0;
+    };
+    expect((await d.proxy(t.sanitized_key, ALLOWED)).status).toBe(200);
+    await expect.poll(used).toBeGreaterThan(0);
+    const one = await used();
+    for (let i = 0; i < 2; i++) expect((await d.proxy(t.sanitized_key, ALLOWED)).status).toBe(200);
+    await expect.poll(used).toBe(3 * one);
     const ctx = await d.newDesktopContext();
     try {
       const p = await ctx.newPage();
@@ -120,7 +119,7 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium: traffic', () => {
       const cell = p.getByTestId('token-budget').first();
       await cell.filter({ hasText: 'tokens this month' }).waitFor();
       expect((await cell.textContent())?.trim()).toBe(
-        `${(status?.used ?? -1).toLocaleString('en-US')} / 100,000 tokens this month`,
+        `${(3 * one).toLocaleString('en-US')} / 100,000 tokens this month`,
       );
     } finally {
       await ctx.close();
