@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+import { openStoreWithoutMigrating } from '../../src/store/open.js';
+import { databases } from '../support/databases.js';
+
+for (const fixture of databases) {
+  describe.skipIf(!fixture.available)(`store on ${fixture.name}`, () => {
+    it('applies migrations once', async () => {
+      const fresh = await fixture.create({ migrate: false });
+      try {
+        const first = await openStoreWithoutMigrating({ database: fresh.database, dataDir: fresh.dataDir });
+        expect(await first.migrateToLatest()).toEqual([
+          '0001_initial',
+          '0002_request_log',
+          '0003_events',
+          '0004_idempotency',
+          '0005_token_expiry_index',
+          '0006_request_log_error_code',
+          '0007_kek_versions',
+          '0008_dashboard_sessions',
+          '0009_usage_rollups',
+          '0010_job_leases',
+          '0011_kek_mac_keys',
+          '0012_api_keys_audit',
+          '0013_retention_and_lookups',
+          '0014_usage_budgets',
+        ]);
+        expect(await first.migrateToLatest()).toEqual([]);
+        await first.close();
+        const second = await openStoreWithoutMigrating({ database: fresh.database, dataDir: fresh.dataDir });
+        expect(await second.migrateToLatest()).toEqual([]);
+        await second.ping();
+        await second.close();
+      } finally {
+        await fresh.cleanup();
+      }
+    });
+  });
+}
