@@ -1,0 +1,112 @@
+/**
+ * `npm run bench:throws`: every exception thrown on tokenproxy's main thread while it forwards
+ * requests, caught ones included, with where it was thrown. A thrown error costs ~5 µs (its stack is
+ * captured), and Node's own code sometimes throws and catches on a path that looks innocent: on
+ * Node 24, every cipher made from a Buffer key threw twice (the isKeyObject and isCryptoKey checks),
+ * which was ~10-13 µs of each forwarded request (docs/performance.md, round four). The forwarded path
+ * should throw nothing; run this after a Node upgrade. Uses the inspector's pause-on-exceptions
+ * (`--inspect` on loopback), so it runs apart from bench/run.ts, whose CPU figures it would spoil.
+ */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { WebSocket } from 'undici';
+import { Bench } from './load/bench.js';
+import { ensureH2load, makeCertificates } from './load/setup.js';
+import { parseArgs } from './settings.js';
+import { log } from './util.js';
+
+const INSPECTOR_PORT = 9239;
+const REQUESTS = 200;
+
+interface Paused {
+  readonly method?: string;
+  readonly params?: {
+    readonly data?: { readonly description?: string; readonly className?: string };
+    readonly callFrames: readonly {
+      readonly functionName: string;
+      readonly url: string;
+      readonly location: { readonly lineNumber: number };
+    }[];
+  };
+}
+
+async function main(): Promise<number> {
+  process.env.BENCH_PROXY_NODE_ARGS = `--inspect=127.0.0.1:${INSPECTOR_PORT}`;
+  const tmp = await mkdtemp(join(tmpdir(), 'tokenproxy-throws-'));
+  const b = new Bench(parseArgs([]), tmp);
+  try {
+    await ensureH2load(b.children);
+    const tls = await makeCertificates(tmp);
+    b.providerCa = tls.ca;
+    b.bodyFile = join(tmp, 'body.json');
+    await writeFile(
+      b.bodyFile,
+      '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello."}]}',
+    );
+    b.providerPort = await b.startProvider(tls.cert, tls.key);
+    const tp = await b.startTokenproxy('sqlite', undefined);
+    const { token } = await b.createToken(tp, ['localhost']);
+    const proxy = b.proxied('proxy', tp, token);
+    // Warm first: what runs once (module loading, first connections) is not the per-request path.
+    await b.load(proxy, { connections: 4, durationS: 1, warmS: 0, requests: 400 });
+
+    const targets = (await (await fetch(`http://127.0.0.1:${INSPECTOR_PORT}/json`)).json()) as {
+      webSocketDebuggerUrl: string;
+    }[];
+    const url = targets[0]?.webSocketDebuggerUrl;
+    if (url === undefined) throw new Error('the proxy has no inspector target');
+    const ws = new WebSocket(url);
+    await new Promise((resolve, reject) => {
+      ws.addEventListener('open', resolve);
+      ws.addEventListener('error', reject);
+    });
+    let id = 1;
+    const send = (method: string, params: object = {}): void =>
+      ws.send(JSON.stringify({ id: id++, method, params }));
+    const seen = new Map<string, number>();
+    let thrown = 0;
+    ws.addEventListener('message', (event) => {
+      const message = JSON.parse(String(event.data)) as Paused;
+      if (message.method !== 'Debugger.paused' || message.params === undefined) return;
+      thrown++;
+      const frames = message.params.callFrames
+        .slice(0, 6)
+        .map(
+          (f) =>
+            `${f.functionName || '(anonymous)'} ${f.url.replace(/^.*\/(node_modules|dist)\//, '$1/')}:${f.location.lineNumber + 1}`,
+        );
+      const what = message.params.data?.description?.split('\n')[0] ?? message.params.data?.className ?? '?';
+      const key = [what, ...frames].join('\n    ');
+      seen.set(key, (seen.get(key) ?? 0) + 1);
+      send('Debugger.resume');
+    });
+    send('Debugger.enable');
+    send('Debugger.setPauseOnExceptions', { state: 'all' });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const run = await b.load(proxy, { connections: 4, durationS: 1, warmS: 0, requests: REQUESTS });
+    send('Debugger.setPauseOnExceptions', { state: 'none' });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    ws.close();
+
+    process.stdout.write(
+      `\n${run.total} forwarded requests, ${thrown} exceptions thrown on the proxy's thread\n`,
+    );
+    for (const [where, count] of [...seen].sort((x, y) => y[1] - x[1])) {
+      process.stdout.write(`\n${count}× ${where}\n`);
+    }
+    return thrown === 0 ? 0 : 1;
+  } finally {
+    await b.children.stopAll();
+    await rm(tmp, { recursive: true, force: true });
+    log('done');
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  },
+);
