@@ -3,8 +3,8 @@
  * requests, caught ones included, with where it was thrown. A thrown error costs ~5 µs (its stack is
  * captured), and Node's own code sometimes throws and catches on a path that looks innocent: on
  * Node 24, every cipher made from a Buffer key threw twice (the isKeyObject and isCryptoKey checks),
- * which was ~10-13 µs of each forwarded request (docs/performance.md, round four). The forwarded path
- * should throw nothing; run this after a Node upgrade. Uses the inspector's pause-on-exceptions
+ * which was ~10-13 µs of each forwarded request (docs/performance.md, round four). Forwarded requests
+ * (HTTP/1.1 and HTTP/2) and refused ones should throw nothing; run this after a Node upgrade. Uses the inspector's pause-on-exceptions
  * (`--inspect` on loopback), so it runs apart from bench/run.ts, whose CPU figures it would spoil.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -47,9 +47,14 @@ async function main(): Promise<number> {
     b.providerPort = await b.startProvider(tls.cert, tls.key);
     const tp = await b.startTokenproxy('sqlite', undefined);
     const { token } = await b.createToken(tp, ['localhost']);
-    const proxy = b.proxied('proxy', tp, token);
+    // Forwarded over HTTP/1.1 and HTTP/2, and refused (a wrong Origin: 403, then 429 ip_backoff).
+    const scenarios = [
+      b.proxied('forwarded, HTTP/1.1', tp, token),
+      b.proxied('forwarded, HTTP/2', tp, token, 'http://localhost', [200], 'h2'),
+      b.proxied('refused', tp, token, 'http://evil.example', [403, 429]),
+    ];
     // Warm first: what runs once (module loading, first connections) is not the per-request path.
-    await b.load(proxy, { connections: 4, durationS: 1, warmS: 0, requests: 400 });
+    for (const sc of scenarios) await b.load(sc, { connections: 4, durationS: 1, warmS: 0, requests: 400 });
 
     const targets = (await (await fetch(`http://127.0.0.1:${INSPECTOR_PORT}/json`)).json()) as {
       webSocketDebuggerUrl: string;
@@ -64,7 +69,7 @@ async function main(): Promise<number> {
     let id = 1;
     const send = (method: string, params: object = {}): void =>
       ws.send(JSON.stringify({ id: id++, method, params }));
-    const seen = new Map<string, number>();
+    let seen = new Map<string, number>();
     let thrown = 0;
     ws.addEventListener('message', (event) => {
       const message = JSON.parse(String(event.data)) as Paused;
@@ -82,20 +87,25 @@ async function main(): Promise<number> {
       send('Debugger.resume');
     });
     send('Debugger.enable');
-    send('Debugger.setPauseOnExceptions', { state: 'all' });
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    const run = await b.load(proxy, { connections: 4, durationS: 1, warmS: 0, requests: REQUESTS });
-    send('Debugger.setPauseOnExceptions', { state: 'none' });
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    ws.close();
-
-    process.stdout.write(
-      `\n${run.total} forwarded requests, ${thrown} exceptions thrown on the proxy's thread\n`,
-    );
-    for (const [where, count] of [...seen].sort((x, y) => y[1] - x[1])) {
-      process.stdout.write(`\n${count}× ${where}\n`);
+    let total = 0;
+    for (const sc of scenarios) {
+      thrown = 0;
+      seen = new Map();
+      send('Debugger.setPauseOnExceptions', { state: 'all' });
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const run = await b.load(sc, { connections: 4, durationS: 1, warmS: 0, requests: REQUESTS });
+      send('Debugger.setPauseOnExceptions', { state: 'none' });
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      process.stdout.write(
+        `\n${sc.name}: ${run.total} requests, ${thrown} exceptions thrown on the proxy's thread\n`,
+      );
+      for (const [where, count] of [...seen].sort((x, y) => y[1] - x[1])) {
+        process.stdout.write(`  ${count}× ${where}\n`);
+      }
+      total += thrown;
     }
-    return thrown === 0 ? 0 : 1;
+    ws.close();
+    return total === 0 ? 0 : 1;
   } finally {
     await b.children.stopAll();
     await rm(tmp, { recursive: true, force: true });
