@@ -2,151 +2,45 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { Agent, request, type Dispatcher } from 'undici';
+import { Agent, request } from 'undici';
 import { createAccount } from '../../src/accounts/create-account.js';
-import { PLANS, type PlanLimits } from '../../src/accounts/plans.js';
-import { createAnomalyWriter, type AnomalyWriter } from '../../src/anomalies/anomaly-writer.js';
 import type { UnauthorizedAttempt } from '../../src/anomalies/record.js';
 import { buildApiApp } from '../../src/api/app.js';
-import type { ApiServer } from '../../src/api/context.js';
 import type { NewEvent } from '../../src/events/publisher.js';
-import { createLimits, type Limits } from '../../src/limits/index.js';
-import { DEFAULT_ANOMALY_SETTINGS } from '../../src/limits/anomaly-model.js';
 import { createLogger } from '../../src/observability/logger.js';
-import type { ProxyConfig, UsageDeps } from '../../src/proxy/deps.js';
-import { MemoryCounters, type Counters } from '../../src/limits/counters.js';
-import { createUsage } from '../../src/usage/create-usage.js';
-import type { PriceData } from '../../src/usage/prices.js';
+import type { ProxyConfig } from '../../src/proxy/deps.js';
 import { createProxyServer, type ProxyServer } from '../../src/proxy/server.js';
-import { ProviderRegistry, type Provider } from '../../src/providers/providers.js';
-import type { RequestLogRecord, RequestLogSink } from '../../src/requestlog/record.js';
-import type { PlanName } from '../../src/store/records.js';
+import { ProviderRegistry } from '../../src/providers/providers.js';
 import { generateSelfSigned } from '../../src/tls/self-signed.js';
 import { createLocalVault } from '../../src/vault/local-kek.js';
-import type { Vault } from '../../src/vault/vault.js';
-import type { DatabaseFixture, OpenedDatabase } from '../support/databases.js';
-import { startMockProvider, type MockProvider } from '../support/mock-provider.js';
+import type { DatabaseFixture } from '../support/databases.js';
+import { startMockProvider } from '../support/mock-provider.js';
+import { limitsAndUsage } from './harness-limits.js';
+import { recordingVault, requestLogRecorder } from './harness-recorders.js';
+import type { HarnessOptions, ProxyHarness, ProxyJson } from './harness-types.js';
 
-/**
- * A real proxy on 127.0.0.1 (self-signed TLS 1.3), a real store, a real vault, the management API
- * (in-process, `inject`) wired to invalidate the proxy's token cache, and the HTTPS mock provider
- * standing in for `openai` and `anthropic`. Everything the proxy hands out is collected.
- */
-export interface ProxyHarness {
-  readonly mock: MockProvider;
-  readonly db: OpenedDatabase;
-  readonly api: ApiServer;
-  readonly proxy: ProxyServer;
-  /** `https://localhost:<port>` */
-  readonly url: string;
-  readonly port: number;
-  /** PEM of the proxy's certificate, for clients. */
-  readonly ca: string;
-  /** Trusts the proxy's certificate; speaks `protocol` to it. */
-  readonly dispatcher: Agent;
-  /** `httpVersion` of every request the proxy listener received, in order (`1.1`, `2.0`). */
-  readonly httpVersions: string[];
-  readonly records: RequestLogRecord[];
-  readonly unauthorized: UnauthorizedAttempt[];
-  /** Events published by the limits (only with `limits`). */
-  readonly events: NewEvent[];
-  /** Prices and budgets wired into the proxy, when `usage` was given. */
-  readonly usage: UsageDeps | undefined;
-  /** The limits wired into the proxy, when `limits` was given. */
-  readonly limits: Limits | undefined;
-  /** The real anomaly log writer on the store, when `limits` was given. */
-  readonly anomalyLog: AnomalyWriter | undefined;
-  /** Every pino line the proxy and the API wrote. */
-  readonly logLines: string[];
-  /** Every Buffer the vault's decrypt returned, in order. */
-  readonly decrypted: Buffer[];
-  /** Holds every decrypted key back from the proxy (recorded already) until the returned release. */
-  holdDecrypts(): () => void;
-  readonly apiKey: string;
-  readonly accountId: string;
-  apiCall(method: string, url: string, body?: unknown): Promise<{ status: number; body: unknown }>;
-  /** Creates a token through the API; returns the sanitized token and its id. */
-  createToken(options: TokenOptions): Promise<{ token: string; tokenId: string; keyId: string }>;
-  /** Sends one request to the proxy and reads the whole answer. */
-  send(path: string, options?: SendOptions): Promise<ProxyResponse>;
-  /** Waits until `count` records were written. */
-  waitForRecords(count: number): Promise<RequestLogRecord[]>;
-  /** Waits for the record of the request with this id (the `x-tokenproxy-request-id` header). */
-  recordOf(requestId: unknown): Promise<RequestLogRecord>;
-  /** Waits for the first record matching `predicate`. */
-  waitForRecord(predicate: (r: RequestLogRecord) => boolean): Promise<RequestLogRecord>;
-  close(): Promise<void>;
-}
-
-export interface TokenOptions {
-  readonly provider?: string;
-  readonly realKey?: string;
-  readonly keyId?: string;
-  readonly allowedHosts?: string[];
-  readonly allowedIps?: string[];
-  readonly expiresAt?: string;
-  readonly rateLimit?: { readonly requests: number; readonly window: string };
-  readonly budget?: unknown;
-}
-
-export interface SendOptions {
-  readonly method?: Dispatcher.HttpMethod;
-  readonly headers?: Record<string, string | string[]>;
-  readonly body?: string | Buffer;
-}
-
-export interface ProxyResponse {
-  readonly status: number;
-  readonly headers: Record<string, string | string[] | undefined>;
-  readonly text: string;
-  /** The parsed JSON body, or `{}` when the body is not JSON. */
-  readonly json: ProxyJson;
-}
-
-export interface ProxyJson {
-  readonly error?: { type: string; code: string; message: string; request_id: string };
-  readonly [field: string]: unknown;
-}
+// The harness's types live in harness-types.ts, what it collects in harness-recorders.ts and its
+// optional limits and usage in harness-limits.ts; tests import all of it from here.
+export { PROTOCOLS } from './harness-types.js';
+export type {
+  HarnessLimits,
+  HarnessOptions,
+  HarnessUsage,
+  Protocol,
+  ProxyHarness,
+  ProxyJson,
+  ProxyResponse,
+  SendOptions,
+  TokenOptions,
+} from './harness-types.js';
 
 export const APP_ORIGIN = 'https://app.example.com';
 
-export interface HarnessOptions {
-  readonly config?: Partial<ProxyConfig>;
-  /** Extra providers (replacing built-ins by id); openai/anthropic point at the mock unless given. */
-  readonly providers?: (mockUrl: string) => Provider[];
-  readonly now?: () => number;
-  /** More CA certificates (PEM) the proxy trusts upstream, besides the mock's. */
-  readonly extraCaPem?: string;
-  /** Turns on src/limits (IP backoff, rate limits, quotas, breach alerts, anomalies); off by default. */
-  readonly limits?: HarnessLimits;
-  /** Turns on prices and budgets (src/usage); events go to `events`. */
-  readonly usage?: HarnessUsage;
-  /** Plan of the harness's own account (default `unlimited`). */
-  readonly accountPlan?: PlanName;
-  /** What `send` and `dispatcher` speak to the proxy (default `http/1.1`; `h2` negotiates HTTP/2). */
-  readonly protocol?: Protocol;
-  /** Whether the proxy listener offers HTTP/2 at all (default true). */
-  readonly http2?: boolean;
-}
-
-export interface HarnessUsage {
-  readonly prices?: PriceData;
-  readonly defaultReservation?: number;
-  /** The limits' counters when `limits` is given, else these (default: fresh in-memory ones). */
-  readonly counters?: Counters;
-  readonly accountTtlMs?: number;
-}
-export type Protocol = 'http/1.1' | 'h2';
-export const PROTOCOLS: readonly Protocol[] = ['http/1.1', 'h2'];
-
-export interface HarnessLimits {
-  readonly plans?: Partial<Record<PlanName, PlanLimits>>;
-  readonly anomalySpikeFactor?: number;
-  readonly anomalyMinRequests?: number;
-  readonly anomalyDistinctIps?: number;
-  readonly anomalyWarmupMs?: number;
-}
-
+/**
+ * Starts a real proxy on 127.0.0.1 (self-signed TLS 1.3), a real store, a real vault, the management
+ * API (in-process, `inject`) wired to invalidate the proxy's token cache, and the HTTPS mock provider
+ * standing in for `openai` and `anthropic`. Everything the proxy hands out is collected.
+ */
 export async function startProxyHarness(
   fixture: DatabaseFixture,
   options: HarnessOptions = {},
@@ -157,91 +51,19 @@ export async function startProxyHarness(
   const caFile = path.join(tmp, 'provider-ca.pem');
   await writeFile(caFile, `${mock.caCertPem}\n${options.extraCaPem ?? ''}`);
 
-  const realVault = createLocalVault(randomBytes(32));
-  const decrypted: Buffer[] = [];
-  let held: Promise<void> | null = null;
-  const vault: Vault = {
-    kekId: realVault.kekId,
-    encrypt: (plaintext, binding) => realVault.encrypt(plaintext, binding),
-    mac: (purpose, data) => realVault.mac(purpose, data),
-    healthy: () => realVault.healthy(),
-    close: () => realVault.close(),
-    async decrypt(envelope, binding) {
-      const out = await realVault.decrypt(envelope, binding);
-      decrypted.push(out);
-      if (held !== null) await held;
-      return out;
-    },
-  };
+  const { vault, decrypted, holdDecrypts } = recordingVault(createLocalVault(randomBytes(32)));
 
   const logLines: string[] = [];
   const logger = createLogger('debug', { write: (line: string) => void logLines.push(line) });
-  const records: RequestLogRecord[] = [];
-  const waiters = new Set<() => void>();
-  const requestLog: RequestLogSink = {
-    write(record) {
-      records.push(record);
-      for (const wake of [...waiters]) wake();
-    },
-    flush: () => Promise.resolve(),
-    close: () => Promise.resolve(),
-  };
+  const { sink: requestLog, records, waitForRecord, waitForRecords } = requestLogRecorder();
   const unauthorized: UnauthorizedAttempt[] = [];
   const events: NewEvent[] = [];
-  const plans = { ...PLANS, ...options.limits?.plans } as Record<PlanName, PlanLimits>;
-  let limits: Limits | undefined;
-  let anomalyLog: AnomalyWriter | undefined;
-  if (options.limits !== undefined) {
-    const writer = createAnomalyWriter({ store: db.store, logger, flushIntervalMs: 20 });
-    anomalyLog = writer;
-    const l = options.limits;
-    limits = createLimits({
-      config: {
-        plans,
-        anomalySpikeFactor: l.anomalySpikeFactor ?? DEFAULT_ANOMALY_SETTINGS.spikeFactor,
-        anomalyMinRequests: l.anomalyMinRequests ?? DEFAULT_ANOMALY_SETTINGS.minRequests,
-        anomalyDistinctIps: l.anomalyDistinctIps ?? DEFAULT_ANOMALY_SETTINGS.distinctIps,
-        anomalyWarmupMs: l.anomalyWarmupMs ?? DEFAULT_ANOMALY_SETTINGS.warmupMs,
-      },
-      store: db.store,
-      anomalies: {
-        onUnauthorized: (attempt) => {
-          unauthorized.push(attempt);
-          writer.onUnauthorized(attempt);
-        },
-        write: (entry) => writer.write(entry),
-      },
-      publisher: {
-        publish: (event) => {
-          events.push(event);
-          return Promise.resolve();
-        },
-      },
-      logger,
-      now: options.now,
-      breachFlushEveryMs: 0,
-    });
-  }
-
-  const usage =
-    options.usage === undefined
-      ? undefined
-      : createUsage({
-          config: {
-            prices: options.usage.prices ?? {},
-            budgetDefaultReservation: options.usage.defaultReservation ?? 4096,
-          },
-          store: db.store,
-          counters: limits?.counters ?? options.usage.counters ?? new MemoryCounters(),
-          publisher: {
-            publish: (event) => {
-              events.push(event);
-              return Promise.resolve();
-            },
-          },
-          logger,
-          accountTtlMs: options.usage.accountTtlMs,
-        });
+  const { plans, limits, anomalyLog, usage } = limitsAndUsage(options, {
+    store: db.store,
+    logger,
+    unauthorized,
+    events,
+  });
 
   const providers = new ProviderRegistry([
     { id: 'openai', baseUrl: mock.url, auth: { kind: 'bearer' }, builtin: false },
@@ -311,24 +133,6 @@ export async function startProxyHarness(
     return { status: res.statusCode, body: JSON.parse(res.body) as unknown };
   }
 
-  function waitForRecord(predicate: (r: RequestLogRecord) => boolean): Promise<RequestLogRecord> {
-    return new Promise((resolve, reject) => {
-      const check = (): void => {
-        const found = records.find(predicate);
-        if (found === undefined) return;
-        clearTimeout(timer);
-        waiters.delete(check);
-        resolve(found);
-      };
-      const timer = setTimeout(() => {
-        waiters.delete(check);
-        reject(new Error('waited for a matching request-log record'));
-      }, 5000);
-      waiters.add(check);
-      check();
-    });
-  }
-
   return {
     mock,
     db,
@@ -347,14 +151,7 @@ export async function startProxyHarness(
     anomalyLog,
     logLines,
     decrypted,
-    holdDecrypts() {
-      let release = (): void => undefined;
-      held = new Promise((resolve) => (release = resolve));
-      return () => {
-        held = null;
-        release();
-      };
-    },
+    holdDecrypts,
     apiKey: own.apiKey,
     accountId: own.account.id,
     apiCall,
@@ -394,22 +191,7 @@ export async function startProxyHarness(
       return waitForRecord((r) => r.requestId === requestId);
     },
     waitForRecord,
-    waitForRecords(count) {
-      return new Promise((resolve, reject) => {
-        const check = (): void => {
-          if (records.length < count) return;
-          clearTimeout(timer);
-          waiters.delete(check);
-          resolve(records.slice());
-        };
-        const timer = setTimeout(() => {
-          waiters.delete(check);
-          reject(new Error(`waited for ${count} request-log records, got ${records.length}`));
-        }, 5000);
-        waiters.add(check);
-        check();
-      });
-    },
+    waitForRecords,
     async close() {
       await proxy.close(500);
       limits?.close();
