@@ -4,7 +4,8 @@
  * Used by `npm run bench -- --profile`, and on its own:
  * `node dist-bench/bench/profile.js <file.cpuprofile> [count] [--folded <out>]`.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 interface CpuProfileNode {
@@ -133,6 +134,43 @@ export function printProfileTop(
       `  ${f.busy_pct.toFixed(1).padStart(5)}%  ${String(f.self_ms).padStart(7)} ms  ${f.frame}\n`,
     );
   }
+}
+
+/** What `readProfileDir` found: the main thread's top frames and components, and a summary per file. */
+export interface ProfileDir {
+  readonly main: string | undefined;
+  readonly top: Frame[];
+  readonly components: Frame[];
+  readonly files: Record<string, unknown>;
+}
+
+/**
+ * Reads every `.cpuprofile` of one process in `dir` (one per thread: CPU.<date>.<time>.<pid>.<thread
+ * id>.<n>.cpuprofile, thread 0 the process's own) and writes each one's folded stacks beside it.
+ * `serve` and the references restart themselves once at start (src/server/v8-tuning.ts), so the
+ * main thread leaves two profiles under one pid: the serving one is the later, whose name sorts last.
+ */
+export function readProfileDir(dir: string): ProfileDir {
+  const names = readdirSync(dir)
+    .filter((f) => f.endsWith('.cpuprofile'))
+    .sort();
+  const main = names.findLast((f) => /\.0\.\d+\.cpuprofile$/.test(f)) ?? names[0];
+  const files: Record<string, unknown> = {};
+  let top: Frame[] = [];
+  let components: Frame[] = [];
+  for (const name of names) {
+    const path = join(dir, name);
+    const parsed = JSON.parse(readFileSync(path, 'utf8')) as CpuProfile;
+    writeFileSync(`${path}.folded`, foldedStacks(parsed));
+    const byComponent = selfByComponent(parsed).slice(0, 20);
+    files[name] = { folded: `${path}.folded`, by_component: byComponent };
+    if (name === main) {
+      top = topSelfFrames(parsed, 30);
+      components = byComponent;
+      files[name] = { ...(files[name] as object), top_self: top };
+    }
+  }
+  return { main, top, components, files };
 }
 
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {

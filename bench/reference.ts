@@ -24,6 +24,8 @@ export interface ReferenceSetup {
 export function referenceSetup(script: string): ReferenceSetup {
   restartWithServeHeap();
   applyServeV8Flags();
+  // An orderly exit on the driver's SIGTERM, so that a `--cpu-prof` profile gets written.
+  process.once('SIGTERM', () => process.exit(0));
   const [certFile, keyFile, caFile, upstreamPort] = process.argv.slice(2);
   if (certFile === undefined || keyFile === undefined || caFile === undefined || upstreamPort === undefined) {
     process.stderr.write(`usage: ${script} <cert.pem> <key.pem> <upstream-ca.pem> <upstream-port>\n`);

@@ -12,21 +12,13 @@ import { BenchFailure } from './h2load.js';
 import { Bench } from './load/bench.js';
 import { ensureH2load, makeCertificates } from './load/setup.js';
 import type { PhaseContext } from './phases/context.js';
-import {
-  foldedStacks,
-  printProfileTop,
-  selfByComponent,
-  topSelfFrames,
-  type CpuProfile,
-  type Frame,
-} from './profile.js';
+import { printProfileTop, readProfileDir, type ProfileDir } from './profile.js';
 import { printTable } from './report.js';
 import { ROOT, parseArgs } from './settings.js';
 import { round } from './stats.js';
 import { log, rssMb } from './util.js';
 import { execFileSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { latencyPhase } from './phases/latency.js';
@@ -87,6 +79,10 @@ async function main(): Promise<number> {
       '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello in one short sentence."}]}',
     );
     b.providerPort = await b.startProvider(tls.cert, tls.key);
+    if (s.profile) {
+      b.profileDir = join(ROOT, 'bench/results', `profile-${stamp}`);
+      await mkdir(b.profileDir, { recursive: true });
+    }
     const forwarderRef = await b.startReference(
       'forwarder',
       'reference forwarder',
@@ -97,10 +93,6 @@ async function main(): Promise<number> {
     const forwarder = forwarderRef.scenario;
     const relayRef = await b.startReference('relay', 'raw TLS relay', 'relay.js', tls.cert, tls.key);
     const relay = relayRef.scenario;
-    if (s.profile) {
-      b.profileDir = join(ROOT, 'bench/results', `profile-${stamp}`);
-      await mkdir(b.profileDir, { recursive: true });
-    }
     const tp = await b.startTokenproxy('sqlite', undefined);
     const { token, keyId } = await b.createToken(tp, ['localhost']);
     const direct = b.direct();
@@ -177,31 +169,19 @@ async function main(): Promise<number> {
 
     // Stop the proxy now, so that a --cpu-prof profile is written before it is read.
     await b.children.stop(tp.child, 15_000);
-    let profile: Frame[] | undefined;
-    let components: Frame[] | undefined;
+    let proxyProfile: ProfileDir | undefined;
+    let forwarderProfile: ProfileDir | undefined;
     if (b.profileDir !== undefined) {
-      // One profile per thread: CPU.<date>.<time>.<pid>.<thread id>.<n>.cpuprofile; thread 0 is the
-      // proxy's own, the others the workers'. Each gets folded stacks for a flame graph. `serve`
-      // restarts itself once at start (v8-tuning.ts), so the main thread leaves two profiles under one
-      // pid: the serving one is the later, whose time stamp sorts last.
-      const files = readdirSync(b.profileDir)
-        .filter((f) => f.endsWith('.cpuprofile'))
-        .sort();
-      const main = files.findLast((f) => /\.0\.\d+\.cpuprofile$/.test(f)) ?? files[0];
-      const profiles: Record<string, unknown> = {};
-      for (const file of files) {
-        const path = join(b.profileDir, file);
-        const parsed = JSON.parse(await readFile(path, 'utf8')) as CpuProfile;
-        await writeFile(`${path}.folded`, foldedStacks(parsed));
-        const byComponent = selfByComponent(parsed).slice(0, 20);
-        profiles[file] = { folded: `${path}.folded`, by_component: byComponent };
-        if (file === main) {
-          profile = topSelfFrames(parsed, 30);
-          components = byComponent;
-          profiles[file] = { ...(profiles[file] as object), top_self: profile };
-        }
-      }
-      b.results.profile = { dir: b.profileDir, main_thread: main, profiles };
+      proxyProfile = readProfileDir(b.profileDir);
+      // The forwarder's, for comparison: what both spend alike is Node's, the rest tokenproxy's own.
+      await b.children.stop(forwarderRef.child, 15_000);
+      forwarderProfile = readProfileDir(join(b.profileDir, 'forwarder'));
+      b.results.profile = {
+        dir: b.profileDir,
+        main_thread: proxyProfile.main,
+        profiles: proxyProfile.files,
+        forwarder: { main_thread: forwarderProfile.main, profiles: forwarderProfile.files },
+      };
     }
 
     process.stdout.write(
@@ -213,8 +193,13 @@ async function main(): Promise<number> {
     );
     printTable(b.table);
     for (const note of b.notes) process.stdout.write(`note: ${note}\n`);
-    if (profile !== undefined) printProfileTop(profile);
-    if (components !== undefined) printProfileTop(components, 'proxy CPU profile, self time by component');
+    if (proxyProfile !== undefined) {
+      printProfileTop(proxyProfile.top);
+      printProfileTop(proxyProfile.components, 'proxy CPU profile, self time by component');
+    }
+    if (forwarderProfile !== undefined) {
+      printProfileTop(forwarderProfile.components, 'reference forwarder CPU profile, self time by component');
+    }
 
     const resultsDir = join(ROOT, 'bench/results');
     await mkdir(resultsDir, { recursive: true });

@@ -6,7 +6,7 @@ import { newSanitizedToken, newTokenId, sanitizedKeyHint, secretDigest } from '.
 import type { Store } from '../../src/store/store.js';
 import { gcAdd, gcSub, gcSummary, NO_GC, type GcTotals } from '../gc.js';
 import { BenchFailure, h2load } from '../h2load.js';
-import { Children } from '../procs.js';
+import { Children, type Child } from '../procs.js';
 import { fmt } from '../report.js';
 import { ROOT, type Settings } from '../settings.js';
 import { median, summarize } from '../stats.js';
@@ -52,13 +52,14 @@ export class Bench {
     cpu: number,
     script: string,
     args: string[],
-  ): Promise<{ pid: number; port: number }> {
+    nodeArgs: readonly string[] = [],
+  ): Promise<{ child: Child; pid: number; port: number }> {
     const child = this.children.start(
       name,
-      ...this.onCpu(cpu, [process.execPath, join(ROOT, 'dist-bench/bench', script), ...args]),
+      ...this.onCpu(cpu, [process.execPath, ...nodeArgs, join(ROOT, 'dist-bench/bench', script), ...args]),
     );
     const m = await this.children.waitFor(child, /\{"port":(\d+)\}/, 10_000);
-    return { pid: child.pid, port: Number(m[1]) };
+    return { child, pid: child.pid, port: Number(m[1]) };
   }
 
   async startProvider(cert: string, key: string): Promise<number> {
@@ -78,12 +79,16 @@ export class Bench {
     cert: string,
     key: string,
   ): Promise<Reference> {
-    const { pid, port } = await this.startPinned(label, 0, script, [
-      cert,
-      key,
-      this.providerCa,
-      String(this.providerPort),
-    ]);
+    // With --profile the references are profiled too (written when they stop), for comparison.
+    const profiled =
+      this.profileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${join(this.profileDir, name)}`];
+    const { child, pid, port } = await this.startPinned(
+      label,
+      0,
+      script,
+      [cert, key, this.providerCa, String(this.providerPort)],
+      profiled,
+    );
     const scenario: Scenario = {
       name,
       cpuPid: pid,
@@ -91,7 +96,7 @@ export class Bench {
       headers: ['authorization: Bearer unused', 'origin: http://localhost', 'content-type: application/json'],
       expectStatus: [200],
     };
-    return { pid, port, scenario };
+    return { child, pid, port, scenario };
   }
 
   async startTokenproxy(name: string, database: string | undefined): Promise<Tokenproxy> {
@@ -286,9 +291,16 @@ export class Bench {
   async interleaved(
     label: string,
     scenarios: readonly Scenario[],
-    opts: { rate?: number; connections: number; rounds?: number },
+    opts: {
+      rate?: number;
+      connections: number;
+      rounds?: number;
+      /** Closed loop: requests per measured run and per warm-up, instead of sizing them by time. */
+      requests?: { readonly warmup: number; readonly run: number };
+    },
   ): Promise<Map<string, Interleaved>> {
     const rounds = opts.rounds ?? this.s.rounds;
+    const fixed = opts.requests;
     // Warm-up (connections, pools, JIT). In closed loop it also sizes the measured runs: -n is set
     // from the warm-up's rate so that a run lasts about durationS + warmS.
     const perRun = new Map<string, number>();
@@ -297,9 +309,9 @@ export class Bench {
         ...opts,
         durationS: this.s.warmupS,
         warmS: 0,
-        requests: opts.connections * (this.s.quick ? 8 : 30),
+        requests: fixed?.warmup ?? opts.connections * (this.s.quick ? 8 : 30),
       });
-      perRun.set(sc.name, Math.round(warm.rps * (this.s.durationS + this.s.warmS)));
+      perRun.set(sc.name, fixed?.run ?? Math.round(warm.rps * (this.s.durationS + this.s.warmS)));
     }
     const lat = new Map<string, number[]>();
     const rps = new Map<string, number[]>();

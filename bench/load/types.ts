@@ -13,6 +13,7 @@ export interface Tokenproxy {
 
 /** A bench server that forwards to the stand-in (forwarder, relay), pinned to CPU 0 like tokenproxy. */
 export interface Reference {
+  readonly child: Child;
   readonly pid: number;
   readonly port: number;
   /** Its throughput and latency scenario: the proxied request, with a token it ignores. */

@@ -12,7 +12,14 @@ export async function cpuPhase(ctx: PhaseContext): Promise<void> {
   const { s, b, proxy, forwarder } = ctx;
   const connections = 32;
   const rounds = s.quick ? 1 : 7;
-  const r = await b.interleaved(`cpu c=${connections}`, [proxy, forwarder], { connections, rounds });
+  // Fixed counts: runs sized from a short warm-up's rate (cold JIT) lasted ~1 s here, too short for a
+  // CPU figure; 20,000 requests are 4-8 s on this machine, after 10,000 of warm-up per system.
+  const requests = s.quick ? { warmup: 500, run: 2_000 } : { warmup: 10_000, run: 20_000 };
+  const r = await b.interleaved(`cpu c=${connections}`, [proxy, forwarder], {
+    connections,
+    rounds,
+    requests,
+  });
   const p = r.get(proxy.name);
   const w = r.get(forwarder.name);
   if (p === undefined || w === undefined) throw new Error('missing result');
@@ -21,6 +28,7 @@ export async function cpuPhase(ctx: PhaseContext): Promise<void> {
   b.results.cpu = {
     connections,
     rounds,
+    requests_per_run: requests.run,
     proxy_us_per_request: round(p.cpuUs, 1),
     forwarder_us_per_request: round(w.cpuUs, 1),
     proxy_over_forwarder: round(ratio, 3),
