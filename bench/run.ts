@@ -10,7 +10,7 @@ import { openStore } from '../src/store/open.js';
 import type { Store } from '../src/store/store.js';
 import { BenchFailure } from './h2load.js';
 import { Bench } from './load/bench.js';
-import { ensureH2load, makeCertificates } from './load/setup.js';
+import { ensureH2load } from './load/setup.js';
 import type { PhaseContext } from './phases/context.js';
 import { printProfileTop, readProfileDir, type ProfileDir } from './profile.js';
 import { printTable } from './report.js';
@@ -71,14 +71,7 @@ async function main(): Promise<number> {
     const h2loadVersion = await ensureH2load(b.children);
     log(`${s.quick ? 'quick' : 'full'} run; ${pinning}; ${h2loadVersion}`);
 
-    const tls = await makeCertificates(tmp);
-    b.providerCa = tls.ca;
-    b.bodyFile = join(tmp, 'body.json');
-    await writeFile(
-      b.bodyFile,
-      '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello in one short sentence."}]}',
-    );
-    b.providerPort = await b.startProvider(tls.cert, tls.key);
+    const tls = await b.startStandIn();
     if (s.profile) {
       b.profileDir = join(ROOT, 'bench/results', `profile-${stamp}`);
       await mkdir(b.profileDir, { recursive: true });

@@ -7,12 +7,12 @@
  * (HTTP/1.1 and HTTP/2) and refused ones should throw nothing; run this after a Node upgrade. Uses the inspector's pause-on-exceptions
  * (`--inspect` on loopback), so it runs apart from bench/run.ts, whose CPU figures it would spoil.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WebSocket } from 'undici';
 import { Bench } from './load/bench.js';
-import { ensureH2load, makeCertificates } from './load/setup.js';
+import { ensureH2load } from './load/setup.js';
 import { parseArgs } from './settings.js';
 import { log } from './util.js';
 
@@ -37,14 +37,7 @@ async function main(): Promise<number> {
   const b = new Bench(parseArgs([]), tmp);
   try {
     await ensureH2load(b.children);
-    const tls = await makeCertificates(tmp);
-    b.providerCa = tls.ca;
-    b.bodyFile = join(tmp, 'body.json');
-    await writeFile(
-      b.bodyFile,
-      '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello."}]}',
-    );
-    b.providerPort = await b.startProvider(tls.cert, tls.key);
+    await b.startStandIn();
     const tp = await b.startTokenproxy('sqlite', undefined);
     const { token } = await b.createToken(tp, ['localhost']);
     // Forwarded over HTTP/1.1 and HTTP/2, and refused (a wrong Origin: 403, then 429 ip_backoff).

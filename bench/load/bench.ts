@@ -11,6 +11,7 @@ import { fmt } from '../report.js';
 import { ROOT, type Settings } from '../settings.js';
 import { median, summarize } from '../stats.js';
 import { log, CLK_TCK, cpuTicks, httpsJson, gcTotals, field } from '../util.js';
+import { makeCertificates } from './setup.js';
 import type { Tokenproxy, Reference, Scenario, Interleaved } from './types.js';
 import { createWriteStream } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
@@ -60,6 +61,22 @@ export class Bench {
     );
     const m = await this.children.waitFor(child, /\{"port":(\d+)\}/, 10_000);
     return { child, pid: child.pid, port: Number(m[1]) };
+  }
+
+  /**
+   * The stand-in provider with its certificates and the one request body every scenario sends
+   * (98-byte JSON). Returns the certificates, which the references serve too.
+   */
+  async startStandIn(): Promise<{ ca: string; cert: string; key: string }> {
+    const tls = await makeCertificates(this.tmp);
+    this.providerCa = tls.ca;
+    this.bodyFile = join(this.tmp, 'body.json');
+    await writeFile(
+      this.bodyFile,
+      '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello in one short sentence."}]}',
+    );
+    this.providerPort = await this.startProvider(tls.cert, tls.key);
+    return tls;
   }
 
   async startProvider(cert: string, key: string): Promise<number> {
