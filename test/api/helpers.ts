@@ -126,6 +126,9 @@ const ERROR_TYPES = [
 ];
 
 /** A token id that is well-formed but belongs to nobody; a key id likewise. */
+/** Milliseconds, for moving the test clock. */
+export const SECOND = 1000;
+
 export const UNKNOWN_TOKEN_ID = '1'.repeat(43);
 export const UNKNOWN_KEY_ID = `key_${'1'.repeat(22)}`;
 

@@ -3,6 +3,7 @@ import { secretDigest } from '../../src/ids/formats.js';
 import { startApiHarness, type ApiHarness } from '../support/api-harness.js';
 import { databases } from '../support/databases.js';
 import {
+  SECOND,
   Clock,
   ISO_MS,
   KEY_FIELDS,
@@ -19,8 +20,6 @@ import {
   type ListJson,
   type TokenJson,
 } from './helpers.js';
-
-const SECOND = 1000;
 
 for (const fixture of databases) {
   describe.skipIf(!fixture.available)(`keys API (${fixture.name})`, () => {

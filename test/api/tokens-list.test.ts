@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { databases } from '../support/databases.js';
 import {
+  SECOND,
   Clock,
   TOKEN_FIELDS,
   createToken,
@@ -12,8 +13,6 @@ import {
   type TokenJson,
 } from './helpers.js';
 import { useApiHarness } from './use-api-harness.js';
-
-const SECOND = 1000;
 
 for (const fixture of databases) {
   describe.skipIf(!fixture.available)(`tokens API (${fixture.name})`, () => {

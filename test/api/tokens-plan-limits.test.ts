@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { startApiHarness } from '../support/api-harness.js';
 import { databases } from '../support/databases.js';
 import {
+  SECOND,
   Clock,
   createKey,
   createToken,
@@ -14,8 +15,6 @@ import {
   type TokenJson,
 } from './helpers.js';
 import { useApiHarness } from './use-api-harness.js';
-
-const SECOND = 1000;
 
 for (const fixture of databases) {
   describe.skipIf(!fixture.available)(`tokens API (${fixture.name})`, () => {
