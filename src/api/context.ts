@@ -7,6 +7,7 @@ import type {
 } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { HostResolver } from '../events/address-guard.js';
+import type { Counters } from '../limits/counters.js';
 import type { ProviderRegistry } from '../providers/providers.js';
 import type { PlanTable } from '../accounts/plans.js';
 import type { Actor } from '../store/access-records.js';
@@ -42,6 +43,11 @@ export interface ApiDeps {
   readonly degraded?: (() => readonly string[]) | undefined;
   /** Resolves webhook host names for the creation-time address check (tests inject one). */
   readonly resolveWebhookHost?: HostResolver | undefined;
+  /**
+   * The limits' counters (shared through Redis with `redis`), for the dashboard sign-in backoff;
+   * in-memory ones of the API's own when absent.
+   */
+  readonly counters?: Counters | undefined;
   /** `log_retention` and `rollup_retention` as `GET /v1/account` shows them (default 30d, 400d). */
   readonly retention?: { readonly logs: string; readonly rollups: string } | undefined;
 }

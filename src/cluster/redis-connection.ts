@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { rootCertificates } from 'node:tls';
-import { createClient, type RedisClientType } from '@redis/client';
+import { createClient, ErrorReply, type RedisClientType } from '@redis/client';
 import type { Logger } from 'pino';
+import { redactRedisUrl } from './redis-url.js';
 
 /**
  * The one owner of this process's Redis connections (DESIGN §9): a command connection for the
@@ -18,7 +19,22 @@ export const REDIS_COMMAND_TIMEOUT_MS = 500;
 const CONNECT_TIMEOUT_MS = 5_000;
 const RECONNECT_BASE_MS = 100;
 const RECONNECT_MAX_MS = 5_000;
-const PROBE_EVERY_MS = 1_000;
+const PROBE_BASE_MS = 1_000;
+const PROBE_MAX_MS = 30_000;
+/** Failing again sooner than this after a recovery is a relapse: the next probe waits longer. */
+const STABLE_AFTER_MS = 60_000;
+/**
+ * What the probe runs before Redis counts as back: a Lua script that writes, like every counter
+ * operation. A PING also answers on a Redis that refuses writes (maxmemory reached, a read-only
+ * replica) or scripts (an ACL), and trusting it made such a Redis flap up and down every second.
+ */
+const PROBE_SCRIPT = "return redis.call('SET', KEYS[1], '1', 'PX', '10000')";
+const PROBE_KEY = 'tokenproxy:{probe}';
+
+/** Wait before the next probe after `relapses` failures soon after a recovery: 1 s doubling to 30 s. */
+export function probeDelayMs(relapses: number): number {
+  return Math.min(PROBE_BASE_MS * 2 ** Math.min(relapses, 16), PROBE_MAX_MS);
+}
 
 export interface RedisSettings {
   /** `redis://` or `rediss://` URL (secret: it may hold a password; never logged). */
@@ -37,8 +53,9 @@ export interface RedisConnection {
   /** Called with true when the command connection becomes ready, false when it is lost. */
   onChange(listener: (up: boolean) => void): void;
   /**
-   * A command failed or timed out while the connection looked ready (a Redis that hangs): counts as
-   * down until a PING answers again, so requests stop waiting for command timeouts meanwhile.
+   * A command failed or timed out while the connection looked ready (a Redis that hangs, or one that
+   * answers with errors): counts as down until a probe write succeeds again, so requests stop
+   * waiting for command timeouts meanwhile. The probe backs off while Redis keeps relapsing.
    */
   suspect(err: unknown): void;
   /**
@@ -54,17 +71,6 @@ export function reconnectDelayMs(retries: number, random: () => number = Math.ra
   const base = Math.min(RECONNECT_BASE_MS * 2 ** Math.min(retries, 16), RECONNECT_MAX_MS);
   // Up to 20 % less, so the processes of a cluster do not reconnect in lockstep.
   return Math.round(base * (1 - 0.2 * random()));
-}
-
-/** The URL with any password replaced, for log lines and error messages. */
-export function redactRedisUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password !== '') parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return '(unparsable redis URL)';
-  }
 }
 
 /**
@@ -91,6 +97,8 @@ export function connectRedis(settings: RedisSettings, logger: Logger): RedisConn
   let up = false;
   let everUp = false;
   let closed = false;
+  let recoveredAt = -Infinity;
+  let relapses = 0;
 
   const set = (now: boolean, err?: unknown): void => {
     if (now === up || closed) return;
@@ -99,6 +107,11 @@ export function connectRedis(settings: RedisSettings, logger: Logger): RedisConn
       if (everUp) logger.warn({ redis: where }, 'Redis is back: limits are shared across the cluster again');
       else logger.info({ redis: where }, 'connected to Redis');
       everUp = true;
+    } else if (err instanceof ErrorReply) {
+      logger.warn(
+        { redis: where, err: errorText(err), next_check_ms: probeDelayMs(relapses) },
+        'Redis answers commands with an error: limits are counted per process until it accepts them again',
+      );
     } else {
       logger.warn(
         { redis: where, err: errorText(err) },
@@ -110,7 +123,6 @@ export function connectRedis(settings: RedisSettings, logger: Logger): RedisConn
   // node-redis emits 'error' for every failed reconnect attempt; the transitions are what we log.
   client.on('error', (err: unknown) => set(false, err));
   client.on('end', () => set(false));
-  client.on('ready', () => set(true));
   subscriber.on('error', () => undefined);
 
   const warnUnreachable = (err: unknown): void => {
@@ -121,23 +133,44 @@ export function connectRedis(settings: RedisSettings, logger: Logger): RedisConn
       );
     }
   };
+  /** The probe write: what every counter operation needs Redis to accept. */
+  const write = (): Promise<void> =>
+    client.sendCommand(['EVAL', PROBE_SCRIPT, '1', PROBE_KEY]).then(() => undefined);
+  const recovered = (): void => {
+    recoveredAt = Date.now();
+    set(true);
+  };
   let probing: NodeJS.Timeout | undefined;
   const probe = (): void => {
     if (probing !== undefined || closed) return;
-    probing = setInterval(() => {
-      // Not ready: the reconnect and its 'ready' event bring the connection back instead.
-      if (!client.isReady) return;
-      client.sendCommand(['PING']).then(
-        () => {
-          clearInterval(probing);
-          probing = undefined;
-          set(true);
-        },
-        () => undefined,
-      );
-    }, PROBE_EVERY_MS);
-    probing.unref();
+    const next = (): void => {
+      probing = setTimeout(() => {
+        if (closed) return;
+        // Not ready: the reconnect and its 'ready' event bring the connection back instead.
+        if (!client.isReady) return next();
+        write().then(
+          () => {
+            probing = undefined;
+            if (!closed) recovered();
+          },
+          () => next(),
+        );
+      }, probeDelayMs(relapses));
+      probing.unref();
+    };
+    next();
   };
+  // A (re)connection counts only once a write passes: a failover can land on a read-only replica.
+  client.on('ready', () => {
+    write().then(recovered, (err: unknown) => {
+      if (closed) return;
+      logger.warn(
+        { redis: where, err: errorText(err) },
+        "Redis is connected but refuses tokenproxy's commands: limits are counted per process until it accepts them",
+      );
+      probe();
+    });
+  });
   client.connect().catch(warnUnreachable);
   // The first failed attempt is reported at once; connect() itself keeps retrying.
   client.once('error', warnUnreachable);
@@ -153,6 +186,7 @@ export function connectRedis(settings: RedisSettings, logger: Logger): RedisConn
     },
     suspect(err) {
       if (!up) return;
+      relapses = Date.now() - recoveredAt < STABLE_AFTER_MS ? relapses + 1 : 0;
       set(false, err);
       probe();
     },
@@ -180,7 +214,7 @@ export function connectRedis(settings: RedisSettings, logger: Logger): RedisConn
     },
     async close() {
       closed = true;
-      clearInterval(probing);
+      clearTimeout(probing);
       for (const c of [client, subscriber]) {
         try {
           c.destroy();

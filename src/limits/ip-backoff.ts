@@ -20,15 +20,21 @@ export function retryAfterSeconds(ms: number): number {
 export class IpBackoff {
   readonly #counters: Counters;
   readonly #policy: BackoffPolicy;
+  readonly #prefix: string;
 
-  constructor(counters: Counters, policy: BackoffPolicy = IP_BACKOFF_POLICY) {
+  /**
+   * `scope` keeps separate backoffs apart in one set of counters: the proxy's (`ip`) and the
+   * dashboard sign-in's (`signin`), so wrong sign-ins never block an address's proxied requests.
+   */
+  constructor(counters: Counters, policy: BackoffPolicy = IP_BACKOFF_POLICY, scope = 'ip') {
     this.#counters = counters;
     this.#policy = policy;
+    this.#prefix = `${scope}:`;
   }
 
   /** Seconds this IP must still wait (0 = not in backoff). Records nothing. */
   check(ip: string, now: number): MaybePromise<number> {
-    const ms = this.#counters.waiting(`ip:${ipNetworkKey(ip)}`, now, this.#policy);
+    const ms = this.#counters.waiting(this.#prefix + ipNetworkKey(ip), now, this.#policy);
     return ms instanceof Promise ? ms.then(retryAfterSeconds) : retryAfterSeconds(ms);
   }
 
@@ -37,7 +43,7 @@ export class IpBackoff {
    * 401/403 as usual), else the seconds of the new, doubled wait (answer 429 `ip_backoff`).
    */
   strike(ip: string, now: number): MaybePromise<number> {
-    const strike = this.#counters.strike(`ip:${ipNetworkKey(ip)}`, now, this.#policy);
+    const strike = this.#counters.strike(this.#prefix + ipNetworkKey(ip), now, this.#policy);
     return strike instanceof Promise ? strike.then(strikeAnswer) : strikeAnswer(strike);
   }
 }

@@ -1,3 +1,4 @@
+import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databases, type OpenedDatabase } from '../support/databases.js';
 import { startMockProvider, type MockProvider } from '../support/mock-provider.js';
@@ -140,6 +141,34 @@ describe.skipIf(!postgres?.available)('three serve processes on one PostgreSQL d
     expect((await cluster.proxy(1, t.key, { ...ORIGIN, 'x-forwarded-for': '198.51.100.8' })).status).toBe(
       200,
     );
+  });
+
+  it('the dashboard sign-in backoff is shared: a wrong key on A puts the address in backoff on B and C', async () => {
+    const signIn = async (i: number, apiKey: string) => {
+      const url = new URL(cluster.servers[i]?.apiUrl ?? '');
+      const res = await request(`${url.origin}/v1/session`, {
+        method: 'POST',
+        // The dashboard's own origin (https://<Host> without public_api_url): a sign-in needs it.
+        headers: { origin: `https://${url.host}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ api_key: apiKey }),
+      });
+      const body = (await res.body.json()) as { error?: { code?: string } };
+      return { status: res.statusCode, code: body.error?.code };
+    };
+    // Every call comes from 127.0.0.1: the management listener takes the socket's address.
+    const wrong = `svc_sk_${'1'.repeat(43)}`;
+    expect(await signIn(0, wrong)).toEqual({ status: 401, code: 'invalid_api_key' });
+    // A second wrong key once the first wait is over doubles it to 2 s: room for the checks below
+    // on a slow machine (attempts during a wait are refused before the key is even looked up).
+    await new Promise((r) => setTimeout(r, 1_100));
+    expect(await signIn(0, wrong)).toEqual({ status: 401, code: 'invalid_api_key' });
+    for (const i of [1, 2]) {
+      // Even the right key is refused during the backoff, on every member.
+      expect(await signIn(i, cluster.apiKey)).toEqual({ status: 429, code: 'too_many_attempts' });
+    }
+    // The sign-in backoff is its own: the same address is not refused by the proxy.
+    const t = await token({ real_key: 'sk-cluster-signin-00000000000000' });
+    expect((await cluster.proxy(2, t.key, { ...ORIGIN, 'x-forwarded-for': '127.0.0.1' })).status).toBe(200);
   });
 
   it('breach alerts are coalesced across members: one alert per (token, origin, ip) per minute', async () => {

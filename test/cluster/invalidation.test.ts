@@ -7,12 +7,8 @@ import {
   publishInvalidationOnce,
   type InvalidationScope,
 } from '../../src/cluster/invalidation.js';
-import {
-  connectRedis,
-  reconnectDelayMs,
-  redactRedisUrl,
-  type RedisConnection,
-} from '../../src/cluster/redis-connection.js';
+import { connectRedis, reconnectDelayMs, type RedisConnection } from '../../src/cluster/redis-connection.js';
+import { redactRedisUrl } from '../../src/cluster/redis-url.js';
 import { eventually, startRedis, type TestRedis } from './support.js';
 
 describe('invalidation messages', () => {

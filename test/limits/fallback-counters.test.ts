@@ -1,10 +1,20 @@
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectRedis, type RedisConnection } from '../../src/cluster/redis-connection.js';
+import { connectRedis, probeDelayMs, type RedisConnection } from '../../src/cluster/redis-connection.js';
 import { MemoryCounters } from '../../src/limits/counters.js';
 import { FallbackCounters } from '../../src/limits/fallback-counters.js';
 import { RedisCounters } from '../../src/limits/redis-counters.js';
 import { eventually, startRedis, type TestRedis } from '../cluster/support.js';
+
+/** A redis-server of its own, and FallbackCounters over a connection to it, once it is up. */
+async function fallbackOnOwnRedis(logger: pino.Logger) {
+  const redis = await startRedis();
+  const connection = connectRedis({ url: redis.url }, logger);
+  const local = new MemoryCounters();
+  const counters = new FallbackCounters(new RedisCounters(connection.client), local, connection);
+  await eventually(() => connection.up);
+  return { redis, connection, local, counters };
+}
 
 /** DESIGN §9: shared while Redis answers, this process's own while it does not; never an error. */
 describe('FallbackCounters on a Redis that goes away and comes back', () => {
@@ -14,11 +24,7 @@ describe('FallbackCounters on a Redis that goes away and comes back', () => {
   let counters: FallbackCounters;
 
   beforeAll(async () => {
-    redis = await startRedis();
-    connection = connectRedis({ url: redis.url }, pino({ level: 'silent' }));
-    local = new MemoryCounters();
-    counters = new FallbackCounters(new RedisCounters(connection.client), local, connection);
-    await eventually(() => connection.up);
+    ({ redis, connection, local, counters } = await fallbackOnOwnRedis(pino({ level: 'silent' })));
   }, 60_000);
 
   afterAll(async () => {
@@ -52,4 +58,84 @@ describe('FallbackCounters on a Redis that goes away and comes back', () => {
     // The restarted Redis is empty: a fresh window there, not memory's count of 2.
     expect((await counters.hit('rl:t', 60_000, 3_000)).count).toBe(1);
   }, 60_000);
+});
+
+describe('a Redis that answers with errors (maxmemory reached: it refuses writes but answers PING)', () => {
+  let redis: TestRedis;
+  let connection: RedisConnection;
+  let counters: FallbackCounters;
+  const lines: string[] = [];
+
+  beforeAll(async () => {
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
+    ({ redis, connection, counters } = await fallbackOnOwnRedis(logger));
+  }, 60_000);
+
+  afterAll(async () => {
+    counters?.close();
+    await connection?.close();
+    await redis?.stop();
+  });
+
+  it('probe delays after relapses: 1 s doubling to 30 s', () => {
+    expect([0, 1, 2, 4, 5, 6, 40].map(probeDelayMs)).toEqual([1000, 2000, 4000, 16000, 30000, 30000, 30000]);
+  });
+
+  it('counts per process while writes are refused, without flapping, and shares again once they pass', async () => {
+    await redis.command(['CONFIG', 'SET', 'maxmemory-policy', 'noeviction']);
+    await redis.command(['CONFIG', 'SET', 'maxmemory', '1']);
+    // The refused command is answered from memory, and Redis counts as away.
+    expect((await counters.hit('rl:oom', 60_000, 1_000)).count).toBe(1);
+    expect(connection.up).toBe(false);
+    // PING still answers; only a write proves Redis usable, so it stays away (4 s: four probes).
+    const until = Date.now() + 4_000;
+    while (Date.now() < until) {
+      expect(connection.up).toBe(false);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const warnings = lines.filter((l) => l.includes('Redis answers commands with an error'));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain('OOM');
+    expect(lines.filter((l) => l.includes('Redis is back'))).toHaveLength(0);
+
+    await redis.command(['CONFIG', 'SET', 'maxmemory', '0']);
+    await eventually(() => connection.up, 5_000);
+    expect((await counters.hit('rl:oom', 60_000, 2_000)).count).toBe(1); // Redis's own window
+    expect(lines.filter((l) => l.includes('Redis is back'))).toHaveLength(1);
+  }, 30_000);
+
+  it('a connection to a Redis that refuses writes does not count as up until one passes', async () => {
+    await redis.command(['CONFIG', 'SET', 'maxmemory', '1']);
+    const own: string[] = [];
+    const fresh = connectRedis(
+      { url: redis.url },
+      pino({ level: 'info' }, { write: (line: string) => void own.push(line) }),
+    );
+    try {
+      await eventually(() => own.some((l) => l.includes('refuses tokenproxy')), 5_000);
+      expect(fresh.client.isReady).toBe(true);
+      expect(fresh.up).toBe(false);
+      expect(own.filter((l) => l.includes('connected to Redis'))).toHaveLength(0);
+      await redis.command(['CONFIG', 'SET', 'maxmemory', '0']);
+      await eventually(() => fresh.up, 5_000);
+      expect(own.filter((l) => l.includes('connected to Redis'))).toHaveLength(1);
+    } finally {
+      await redis.command(['CONFIG', 'SET', 'maxmemory', '0']);
+      await fresh.close();
+    }
+  }, 30_000);
+
+  it('a Redis that fails again right after each recovery is probed less and less often', async () => {
+    // Failures the probe cannot see (a command that times out under load, say), right after a recovery.
+    const downFor = async (): Promise<number> => {
+      const start = Date.now();
+      connection.suspect(new Error('command timed out'));
+      expect(connection.up).toBe(false);
+      await eventually(() => connection.up, 10_000);
+      return Date.now() - start;
+    };
+    // Lower bounds only: a slow machine can only make Redis look away for longer.
+    expect(await downFor()).toBeGreaterThanOrEqual(2_000); // a relapse of the recovery above
+    expect(await downFor()).toBeGreaterThanOrEqual(4_000);
+  }, 30_000);
 });
