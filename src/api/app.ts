@@ -178,7 +178,7 @@ export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promis
 
   healthRoutes(app, deps);
   dashboardRoutes(app);
-  const sessions = new DashboardSessions(deps.store);
+  const sessions = new DashboardSessions(deps.store, deps.counters);
   if (options.metricsRegistry !== undefined) metricsRoutes(app, options.metricsRegistry);
 
   await app.register(

@@ -93,8 +93,11 @@ async function createCommand(opts: Record<string, unknown>, hooks: AccountComman
   if (planError !== undefined) return usage(hooks, `--plan: ${planError}`);
   const { createAccount } = await import('../accounts/create-account.js');
   return withStore(config, hooks, true, async (store, cli) => {
-    const { account, apiKey } = await createAccount(store, name, plan, new Date());
-    await cli.record(account.id, 'account.created', account.id);
+    const { account, apiKey } = await store.transaction(async (tx) => {
+      const created = await createAccount(tx, name, plan, new Date());
+      await cli.record(tx, created.account.id, 'account.created', created.account.id);
+      return created;
+    });
     if (opts.json === true) {
       hooks.stdout(JSON.stringify({ account_id: account.id, api_key: apiKey }));
     } else {
@@ -161,11 +164,16 @@ async function setPlanCommand(
   if (planError !== undefined) return usage(hooks, planError);
   return withStore(config, hooks, true, async (store, cli) => {
     const account = await findAccount(store, ref);
-    const updated = await store.accounts.setPlan(account.id, plan);
-    if (updated === undefined) throw new UsageError(`account ${account.id} was deleted meanwhile.`);
-    if (account.plan !== plan) {
-      await cli.record(account.id, 'account.plan_changed', account.id, { plan, previous_plan: account.plan });
-    }
+    await store.transaction(async (tx) => {
+      const updated = await tx.accounts.setPlan(account.id, plan);
+      if (updated === undefined) throw new UsageError(`account ${account.id} was deleted meanwhile.`);
+      if (account.plan !== plan) {
+        await cli.record(tx, account.id, 'account.plan_changed', account.id, {
+          plan,
+          previous_plan: account.plan,
+        });
+      }
+    });
     const limits = planLimits(config.plans, plan);
     const cap = (n: number | null) => (n === null ? 'no cap' : String(n));
     hooks.stdout(
@@ -188,18 +196,21 @@ async function rotateKeyCommand(
   return withStore(config, hooks, true, async (store, cli) => {
     const account = await findAccount(store, ref);
     const secret = newApiKey();
-    const { key, revoked } = await store.apiKeys.replace(
-      {
-        id: newId('apiKey'),
-        accountId: account.id,
-        name: keyName,
-        digest: secretDigest(secret),
-        start: apiKeyStart(secret),
-        createdAt: new Date().toISOString(),
-      },
-      new Date().toISOString(),
-    );
-    await cli.record(account.id, 'account.key_rotated', key.id);
+    const { key, revoked } = await store.transaction(async (tx) => {
+      const replaced = await tx.apiKeys.replace(
+        {
+          id: newId('apiKey'),
+          accountId: account.id,
+          name: keyName,
+          digest: secretDigest(secret),
+          start: apiKeyStart(secret),
+          createdAt: new Date().toISOString(),
+        },
+        new Date().toISOString(),
+      );
+      await cli.record(tx, account.id, 'account.key_rotated', replaced.key.id);
+      return replaced;
+    });
     if (opts.json === true) {
       hooks.stdout(JSON.stringify({ account_id: account.id, api_key_id: key.id, api_key: secret }));
     } else {
@@ -249,8 +260,10 @@ async function findAccount(store: Store, ref: string): Promise<AccountRecord> {
   throw new UsageError(`no account with id or name "${ref.slice(0, 80)}". See \`tokenproxy accounts list\`.`);
 }
 
+/** The audit entry of a CLI change, written in the change's transaction (`tx`). */
 interface CliAudit {
   record(
+    tx: Store,
     accountId: string,
     action: 'account.created' | 'account.plan_changed' | 'account.key_rotated',
     objectId: string,
@@ -275,7 +288,7 @@ async function withStore(
     // Same check as serve: a command run with the wrong KEK writes nothing to the store.
     if (writes) await (await openKek(config, hooks.env, store)).close();
     return await fn(store, {
-      async record(accountId, action, objectId, details) {
+      async record(tx, accountId, action, objectId, details) {
         const { entry, event } = auditRecords({
           accountId,
           action,
@@ -285,7 +298,7 @@ async function withStore(
           at: new Date(),
           details,
         });
-        await store.audit.record(entry, event);
+        await tx.audit.record(entry, event);
       },
     });
   } catch (err) {

@@ -1,3 +1,4 @@
+import { errorSummary } from '../errors/summary.js';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
@@ -21,7 +22,7 @@ import { openKek } from '../vault/open-kek.js';
 import { octal, prepareDataDir } from './data-dir.js';
 import { acquireServeLock, withBootstrapLock } from '../cluster/serve-lock.js';
 import { startCluster } from '../cluster/start-cluster.js';
-import { redactRedisUrl } from '../cluster/redis-connection.js';
+import { redactRedisUrl } from '../cluster/redis-url.js';
 import { bindError, preflight } from './preflight.js';
 import { VERSION } from '../version.js';
 import { startRetentionWorker, type RetentionWorker } from '../retention/retention-worker.js';
@@ -105,7 +106,11 @@ async function startLocked(
     );
   }
 
-  const store = await openStore({ database: config.database, dataDir: config.dataDir });
+  const store = await openStore({
+    database: config.database,
+    dataDir: config.dataDir,
+    warn: (message, err) => logger.warn({ err: errorSummary(err) }, message),
+  });
   started.push(() => store.close());
   // The KEK is proven against the store before anything else starts: a wrong one never writes.
   const vault = await openKek(config, options.env, store, logger);
@@ -114,7 +119,7 @@ async function startLocked(
   const providers = new ProviderRegistry(config.providers);
   const metrics = createMetrics({ providers: providers.ids() });
   // Redis (src/cluster): shared counters and the invalidation bus; absent without `redis`.
-  const cluster = startCluster(config, logger, metrics.registry);
+  const cluster = await startCluster(config, logger, metrics.registry);
   started.push(() => cluster.close());
   // Records and anomalies are stored in batches by a worker thread with its own store connection,
   // so no database work runs on the proxy's event loop (and they are flushed at shutdown).
@@ -211,6 +216,7 @@ async function startLocked(
       allowPrivateWebhooks: config.allowPrivateWebhooks,
       publicApiUrl: config.publicApiUrl,
       degraded: () => cluster.degraded(),
+      counters: limits.counters,
       retention: { logs: config.logRetention.text, rollups: config.rollupRetention.text },
     },
     {

@@ -31,10 +31,16 @@ export interface NewApiKey {
   readonly createdAt: string;
 }
 
+/** A live API key with its account. */
+export interface LiveApiKey {
+  readonly account: AccountRecord;
+  readonly key: ApiKeyRecord;
+}
+
 export interface ApiKeyRepo {
   create(key: NewApiKey): Promise<ApiKeyRecord>;
   /** The live key with this digest and its account: what authenticates a request. */
-  findLive(digest: string): Promise<{ account: AccountRecord; key: ApiKeyRecord } | undefined>;
+  findLive(digest: string): Promise<LiveApiKey | undefined>;
   /** The account's live keys, newest first. */
   list(accountId: string, page: PageQuery): Promise<Page<ApiKeyRecord>>;
   /** Revokes a live key; undefined when the account has no live key with this id. */

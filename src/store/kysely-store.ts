@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { DialectName, DialectSupport } from './dialect.js';
+import { errorName } from '../errors/summary.js';
 import { StoreUnavailableError } from './errors.js';
 import { KyselyAccountRepo } from './kysely/accounts.js';
 import { KyselyApiKeyRepo } from './kysely/api-keys.js';
@@ -19,8 +20,18 @@ import { KyselyUsageRollupRepo } from './kysely/usage-rollups.js';
 import { KyselyUsageModelRollupRepo } from './kysely/usage-model-rollups.js';
 import { KyselyWebhookRepo } from './kysely/webhooks.js';
 import { migrateToLatest } from './migrate.js';
+import type { RepoContext } from './kysely/context.js';
 import type { Database } from './schema.js';
 import type { Store } from './store.js';
+
+type AfterCommit = (db: Kysely<Database>) => Promise<void>;
+
+/** Where the store reports a failure it does not throw (the process's logger in `serve`). */
+export type StoreWarn = (message: string, error: unknown) => void;
+
+function defaultWarn(message: string, error: unknown): void {
+  process.emitWarning(`${message}: ${errorName(error)}`, 'TokenproxyStoreWarning');
+}
 
 /** The Store on Kysely: the same queries for SQLite and PostgreSQL; `DialectSupport` holds the differences. */
 export class KyselyStore implements Store {
@@ -45,11 +56,32 @@ export class KyselyStore implements Store {
   readonly webhookTools: KyselyWebhookToolRepo;
   private closing: Promise<void> | undefined;
 
+  readonly #root: Kysely<Database>;
+  readonly #warn: StoreWarn;
+
+  /**
+   * `inside` is given only to a store over a transaction (see `transaction`): the store's own
+   * connection, and the list of tasks its repos leave for after the commit.
+   */
   constructor(
     private readonly db: Kysely<Database>,
     private readonly support: DialectSupport,
+    warn: StoreWarn = defaultWarn,
+    inside?: { readonly root: Kysely<Database>; readonly afterCommit: AfterCommit[] },
   ) {
-    const ctx = { db, dialect: support };
+    this.#root = inside?.root ?? db;
+    this.#warn = warn;
+    const root = this.#root;
+    const ctx: RepoContext = {
+      db,
+      dialect: support,
+      afterCommit: inside
+        ? (task) => {
+            inside.afterCommit.push(task);
+            return Promise.resolve();
+          }
+        : (task) => task(root),
+    };
     this.dialect = support.name;
     this.accounts = new KyselyAccountRepo(ctx);
     this.keys = new KyselyKeyRepo(ctx);
@@ -71,6 +103,30 @@ export class KyselyStore implements Store {
     this.webhookTools = new KyselyWebhookToolRepo(ctx);
   }
 
+  async transaction<T>(work: (tx: Store) => Promise<T>): Promise<T> {
+    if (this.db.isTransaction) return work(this);
+    // A store over the transaction: its repos' own multi-statement methods join it (transact.ts).
+    const afterCommit: AfterCommit[] = [];
+    const result = await this.db
+      .transaction()
+      .execute((trx) =>
+        work(new KyselyStore(trx, this.support, this.#warn, { root: this.#root, afterCommit })),
+      );
+    // The change is committed: a failure now must not answer as if it were not. What is left is
+    // cleanup (purging destroyed secrets) that the next such purge also does, so it is reported.
+    for (const task of afterCommit) {
+      try {
+        await task(this.#root);
+      } catch (error) {
+        this.#warn(
+          'work after a committed change failed (destroyed secrets stay in the database files until the next purge)',
+          error,
+        );
+      }
+    }
+    return result;
+  }
+
   async ping(): Promise<void> {
     try {
       await sql`select 1`.execute(this.db);
@@ -88,6 +144,8 @@ export class KyselyStore implements Store {
 
   /** Idempotent, so shutdown paths and test cleanup can both call it. */
   close(): Promise<void> {
+    // A store over a transaction does not own the connection: closing it would end everyone's.
+    if (this.db.isTransaction) return Promise.resolve();
     this.closing ??= this.db.destroy();
     return this.closing;
   }

@@ -1,5 +1,5 @@
 import type { DialectDatabase } from './dialect.js';
-import { KyselyStore } from './kysely-store.js';
+import { KyselyStore, type StoreWarn } from './kysely-store.js';
 import type { Store } from './store.js';
 
 export interface OpenStoreOptions {
@@ -14,6 +14,8 @@ export interface OpenStoreOptions {
    * (`synchronous = NORMAL`); other connections keep FULL.
    */
   readonly logWriter?: boolean | undefined;
+  /** Failures the store reports rather than throws (see `Store.transaction`); a process warning if absent. */
+  readonly warn?: StoreWarn | undefined;
 }
 
 /** A store that can also report the migrations it applies (for `tokenproxy migrate`). */
@@ -43,7 +45,7 @@ async function openDatabase(options: OpenStoreOptions): Promise<DialectDatabase>
 /** Opens the store without touching the schema; nothing connects until the first query. */
 export function openStoreWithoutMigrating(options: OpenStoreOptions): Promise<MigratableStore> {
   // A bad setting rejects rather than throwing synchronously.
-  return openDatabase(options).then(({ db, dialect }) => new KyselyStore(db, dialect));
+  return openDatabase(options).then(({ db, dialect }) => new KyselyStore(db, dialect, options.warn));
 }
 
 /** Opens the store and migrates it to the latest schema, so callers always see the current tables. */

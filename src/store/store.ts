@@ -40,6 +40,15 @@ export interface Store {
   readonly audit: AuditRepo;
   readonly retention: RetentionRepo;
   readonly webhookTools: WebhookToolRepo;
+  /**
+   * Runs `work` with a store whose every repo shares one transaction: all of it commits, or none.
+   * For a change and the audit entry that records it. Called inside such a store it joins the
+   * transaction. Keep slow work (sealing a key with the KEK) outside: SQLite holds its one write
+   * lock for the whole of it. Purges of destroyed secrets the repos ask for run after the commit; if
+   * one fails, the committed result is still returned and the failure reported (`warn` of
+   * openStore). Not for work that needs a connection of its own (retention's `reclaimSpace`).
+   */
+  transaction<T>(work: (tx: Store) => Promise<T>): Promise<T>;
   /** Resolves when the database answers a trivial query; rejects with StoreUnavailableError. */
   ping(): Promise<void>;
   close(): Promise<void>;

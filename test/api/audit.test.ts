@@ -1,9 +1,10 @@
 /* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-argument, @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-return --
    tests read JSON bodies of known shape; a failed assumption fails the test, which is the point */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sql, type Kysely } from 'kysely';
+import { sql } from 'kysely';
 import { AUDIT_ACTIONS } from '../../src/audit/actions.js';
 import { databases } from '../support/databases.js';
+import { storeDb } from '../support/store-internals.js';
 import { startEventsHarness, startReceiver, type EventsHarness, type Receiver } from '../events/support.js';
 
 const HOST = 'dash.test:8443';
@@ -221,8 +222,8 @@ for (const fixture of databases) {
         201,
       );
       const apiKey = await expectOk(await call('POST', '/v1/api_keys', { body: { name: 'scan' } }), 201);
-      // The store's own connection (a private field at runtime): the table as stored, not as the API shows it.
-      const db = (h.db.store as unknown as { db: Kysely<unknown> }).db;
+      // The table as stored, not as the API shows it.
+      const db = storeDb(h.db.store);
       const rows = await sql<Record<string, unknown>>`select * from audit_log`.execute(db);
       const table = JSON.stringify(rows.rows);
       expect(rows.rows.length).toBeGreaterThan(10);

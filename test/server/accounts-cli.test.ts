@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { refuseAuditEntries } from '../support/audit-refusal.js';
 import { runCli, startServe, type ServerProcess } from '../support/cli.js';
 import { databases, type OpenedDatabase } from '../support/databases.js';
 import { startMockProvider, type MockProvider } from '../support/mock-provider.js';
@@ -223,6 +224,35 @@ for (const fixture of databases) {
       ]);
       const events = await api(created.api_key, 'GET', '/v1/events?type=account.plan_changed');
       expect(events.body.data[0].data).toMatchObject({ plan: 'unlimited', previous_plan: 'free' });
+    });
+
+    it('a change whose audit entry cannot be written is not made: create, set-plan and rotate-key fail whole', async () => {
+      const created = JSON.parse((await cli(['create', '--name', 'atomic', '--json'])).stdout) as {
+        account_id: string;
+        api_key: string;
+      };
+      const accept = await refuseAuditEntries(db.store);
+      try {
+        for (const args of [
+          ['create', '--name', 'never-made'],
+          ['set-plan', 'atomic', 'unlimited'],
+          ['rotate-key', 'atomic'],
+        ]) {
+          const res = await cli(args);
+          expect(res.code, `${args.join(' ')}: ${res.stdout}`).not.toBe(0);
+          // No key is printed for a change that did not happen.
+          expect(res.stdout, args.join(' ')).not.toMatch(API_KEY_RE);
+        }
+      } finally {
+        await accept();
+      }
+      const listed = JSON.parse((await cli(['list', '--json'])).stdout) as { name: string; plan: string }[];
+      expect(listed.map((a) => a.name)).not.toContain('never-made');
+      expect(listed.find((a) => a.name === 'atomic')?.plan).toBe('free');
+      // The key rotate-key would have replaced still works.
+      expect((await api(created.api_key, 'GET', '/v1/account')).status).toBe(200);
+      const audit = await api(created.api_key, 'GET', '/v1/audit');
+      expect(audit.body.data.map((e: Record<string, any>) => e.action)).toEqual(['account.created']);
     });
   });
 }

@@ -1,9 +1,10 @@
-import { Migrator, sql, type Kysely } from 'kysely';
+import { Migrator, sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { secretDigest } from '../../src/ids/formats.js';
 import { migrationProvider } from '../../src/store/migrations/index.js';
 import { openStoreWithoutMigrating } from '../../src/store/open.js';
 import { databases } from '../support/databases.js';
+import { storeDb } from '../support/store-internals.js';
 
 const OLD_KEY = `svc_sk_${'A'.repeat(43)}`;
 const REVOKED_KEY = `svc_sk_${'B'.repeat(43)}`;
@@ -14,8 +15,8 @@ for (const fixture of databases) {
       const fresh = await fixture.create({ migrate: false });
       const store = await openStoreWithoutMigrating({ database: fresh.database, dataDir: fresh.dataDir });
       try {
-        // The store's own connection (a private field at runtime), to build the schema as it was.
-        const db = (store as unknown as { db: Kysely<unknown> }).db;
+        // The store's own connection, to build the schema as it was.
+        const db = storeDb(store);
         const migrator = new Migrator({ db, provider: migrationProvider(store.dialect) });
         const before = await migrator.migrateTo('0011_kek_mac_keys');
         expect(before.error).toBeUndefined();

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
@@ -237,4 +238,13 @@ export function compilingDb(dialect: 'sqlite' | 'postgres'): Kysely<Database> {
         dialect: new SqliteDialect({ database: () => Promise.reject(new Error('not used')) }),
       })
     : new Kysely<Database>({ dialect: new PostgresDialect({ pool: new pg.Pool({ max: 1 }) }) });
+}
+
+/** Whether the SQLite database files (main file and WAL) hold `bytes` anywhere. */
+export async function sqliteFilesContain(opened: OpenedDatabase, bytes: Buffer): Promise<boolean> {
+  for (const name of ['tokenproxy.db', 'tokenproxy.db-wal']) {
+    const content = await readFile(path.join(opened.dataDir, name)).catch(() => Buffer.alloc(0));
+    if (content.includes(bytes)) return true;
+  }
+  return false;
 }

@@ -1,20 +1,19 @@
-import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { newId } from '../../src/ids/formats.js';
 import { StoreConflictError } from '../../src/store/errors.js';
 import type { TokenRecord } from '../../src/store/records.js';
-import { databases, type OpenedDatabase } from '../support/databases.js';
-import { allPages, at, createToken, keyInput, newAccount, rawQuery, T0 } from './helpers.js';
+import { databases } from '../support/databases.js';
+import {
+  allPages,
+  at,
+  createToken,
+  keyInput,
+  newAccount,
+  rawQuery,
+  sqliteFilesContain,
+  T0,
+} from './helpers.js';
 import { byCreation, opened, store, useDatabase } from './store-suite.js';
-
-async function sqliteFilesContain(opened: OpenedDatabase, bytes: Buffer): Promise<boolean> {
-  for (const name of ['tokenproxy.db', 'tokenproxy.db-wal']) {
-    const content = await readFile(path.join(opened.dataDir, name)).catch(() => Buffer.alloc(0));
-    if (content.includes(bytes)) return true;
-  }
-  return false;
-}
 
 for (const fixture of databases) {
   describe.skipIf(!fixture.available)(`store on ${fixture.name}`, () => {

@@ -3,13 +3,13 @@ import { Migrator, type Kysely } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openStoreWithoutMigrating } from '../../src/store/open.js';
 import { migrationProvider } from '../../src/store/migrations/index.js';
-import type { Database } from '../../src/store/schema.js';
 import type { Store } from '../../src/store/store.js';
 import { verifyKek, type KekSource } from '../../src/vault/kek-check.js';
 import { KekError } from '../../src/vault/kek-error.js';
 import { createLocalVault } from '../../src/vault/local-kek.js';
 import type { Vault } from '../../src/vault/vault.js';
 import { databases, type OpenedDatabase } from '../support/databases.js';
+import { storeDb } from '../support/store-internals.js';
 import { keyInput, newAccount, T0 } from '../store/helpers.js';
 
 const SOURCE: KekSource = {
@@ -23,11 +23,6 @@ function vaultOf(byte: number): Vault {
   return createLocalVault(Buffer.alloc(32, byte));
 }
 
-/** The store's Kysely instance, for what the Store interface does not offer (raw rows, old schemas). */
-function dbOf(store: Store): Kysely<Database> {
-  return (store as unknown as { db: Kysely<Database> }).db;
-}
-
 async function addKeyUnder(store: Store, vault: Vault): Promise<{ id: string; accountId: string }> {
   const { account } = await newAccount(store);
   const input = keyInput(account.id);
@@ -39,7 +34,7 @@ async function addKeyUnder(store: Store, vault: Vault): Promise<{ id: string; ac
 }
 
 async function snapshot(store: Store): Promise<string> {
-  const db = dbOf(store);
+  const db = storeDb(store);
   const keks = await db.selectFrom('kek_versions').selectAll().orderBy('id').execute();
   const keys = await db.selectFrom('provider_keys').selectAll().orderBy('id').execute();
   return JSON.stringify({ keks, keys }, (_k, v: unknown) =>
@@ -90,7 +85,7 @@ for (const fixture of databases) {
       const { store } = opened;
       const right = vaultOf(1);
       await verifyKek(store, right, SOURCE);
-      await dbOf(store)
+      await storeDb(store)
         .updateTable('kek_versions')
         .set({ canary: randomBytes(120) })
         .execute();
@@ -122,7 +117,7 @@ for (const fixture of databases) {
 
     it('a store made before KEK versions were recorded: filled from the envelopes, proven before recording', async () => {
       opened = await fixture.create({ migrate: false });
-      const db = dbOf(opened.store);
+      const db = storeDb(opened.store);
       const migrator = new Migrator({ db, provider: migrationProvider(fixture.name) });
       const to0005 = await migrator.migrateTo('0005_token_expiry_index');
       expect(to0005.error).toBeUndefined();

@@ -1,4 +1,4 @@
-import { audit } from '../audit.js';
+import { audited } from '../audit.js';
 import { TokenProxyError } from '../../errors/tokenproxy-error.js';
 import { planLimits, usagePeriod } from '../../accounts/plans.js';
 import type { AccountRecord } from '../../store/records.js';
@@ -52,14 +52,17 @@ export function accountRoutes(app: ApiServer, deps: ApiDeps): void {
     async (request) => {
       const { name, alert_email: alertEmail, budget, plan } = request.body;
       if (plan !== undefined) throw planChangeForbidden(plan);
-      const updated = await deps.store.accounts.update(request.account.id, {
-        ...(name === undefined ? {} : { name }),
-        ...(alertEmail === undefined ? {} : { alertEmail }),
-        ...(budget === undefined ? {} : { budget: budgetField(budget) }),
+      const updated = await audited(deps, request, async (tx, audit) => {
+        const account = await tx.accounts.update(request.account.id, {
+          ...(name === undefined ? {} : { name }),
+          ...(alertEmail === undefined ? {} : { alertEmail }),
+          ...(budget === undefined ? {} : { budget: budgetField(budget) }),
+        });
+        await audit('account.updated', request.account.id);
+        return account;
       });
       // The proxy reads the account's budget again on its next request.
       if (budget !== undefined) deps.onCredentialsChanged?.();
-      await audit(deps, request, 'account.updated', request.account.id);
       return render(updated ?? request.account);
     },
   );

@@ -1,7 +1,7 @@
 import { TokenProxyError } from '../../errors/tokenproxy-error.js';
 import { apiKeyStart, isId, newApiKey, newId, secretDigest } from '../../ids/formats.js';
 import type { ApiKeyRecord } from '../../store/access-records.js';
-import { audit } from '../audit.js';
+import { audited } from '../audit.js';
 import { ApiKeyObject, CreateApiKeyBody, CreatedApiKeyObject } from '../access-schemas.js';
 import type { ApiDeps, ApiServer } from '../context.js';
 import { listBody, pageQuery } from '../pagination.js';
@@ -30,16 +30,19 @@ export function apiKeyRoutes(app: ApiServer, deps: ApiDeps): void {
     },
     async (request, reply) => {
       const secret = newApiKey();
-      const key = await deps.store.apiKeys.create({
-        id: newId('apiKey'),
-        accountId: request.account.id,
-        name: request.body.name,
-        scope: request.body.scope ?? 'full',
-        digest: secretDigest(secret),
-        start: apiKeyStart(secret),
-        createdAt: deps.now().toISOString(),
+      const key = await audited(deps, request, async (tx, audit) => {
+        const created = await tx.apiKeys.create({
+          id: newId('apiKey'),
+          accountId: request.account.id,
+          name: request.body.name,
+          scope: request.body.scope ?? 'full',
+          digest: secretDigest(secret),
+          start: apiKeyStart(secret),
+          createdAt: deps.now().toISOString(),
+        });
+        await audit('api_key.created', created.id, apiKeyView(created));
+        return created;
       });
-      await audit(deps, request, 'api_key.created', key.id, apiKeyView(key));
       return reply.code(201).send({ ...apiKeyView(key), api_key: secret });
     },
   );
@@ -73,15 +76,19 @@ export function apiKeyRoutes(app: ApiServer, deps: ApiDeps): void {
       },
     },
     async (request) => {
-      const key = isId('apiKey', request.params.id)
-        ? await deps.store.apiKeys.revoke(request.account.id, request.params.id, deps.now().toISOString())
+      const keyId = request.params.id;
+      const key = isId('apiKey', keyId)
+        ? await audited(deps, request, async (tx, audit) => {
+            const revoked = await tx.apiKeys.revoke(request.account.id, keyId, deps.now().toISOString());
+            if (revoked) await audit('api_key.deleted', revoked.id, apiKeyView(revoked));
+            return revoked;
+          })
         : undefined;
       if (!key) {
         throw new TokenProxyError('api_key_not_found', 'No live API key with this id in your account.', {
           param: 'id',
         });
       }
-      await audit(deps, request, 'api_key.deleted', key.id, apiKeyView(key));
       return apiKeyView(key);
     },
   );

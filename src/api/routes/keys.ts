@@ -1,4 +1,4 @@
-import { audit } from '../audit.js';
+import { audited } from '../audit.js';
 import { TokenProxyError } from '../../errors/tokenproxy-error.js';
 import { tokenEvent } from '../../events/token-events.js';
 import { isId, newId, realKeyHint } from '../../ids/formats.js';
@@ -27,16 +27,21 @@ export function keyRoutes(app: ApiServer, deps: ApiDeps): void {
       const { name, provider: providerId, real_key: realKey } = request.body;
       const provider = requireProvider(deps, providerId);
       const keyId = newId('key');
-      const key = await deps.store.keys.create({
-        id: keyId,
-        accountId: request.account.id,
-        name,
-        provider: provider.id,
-        hint: realKeyHint(realKey),
-        ciphertext: await sealRealKey(deps, realKey, keyId, request.account.id),
-        createdAt: deps.now().toISOString(),
+      // Sealed before the transaction: the KEK may be an HSM, and SQLite's write lock would wait on it.
+      const ciphertext = await sealRealKey(deps, realKey, keyId, request.account.id);
+      const key = await audited(deps, request, async (tx, audit) => {
+        const created = await tx.keys.create({
+          id: keyId,
+          accountId: request.account.id,
+          name,
+          provider: provider.id,
+          hint: realKeyHint(realKey),
+          ciphertext,
+          createdAt: deps.now().toISOString(),
+        });
+        await audit('key.created', created.id);
+        return created;
       });
-      await audit(deps, request, 'key.created', key.id);
       return reply.code(201).send(keyView(key));
     },
   );
@@ -94,14 +99,18 @@ export function keyRoutes(app: ApiServer, deps: ApiDeps): void {
     async (request) => {
       const { id } = request.params;
       if (!isId('key', id)) throw keyNotFound();
-      const key = await deps.store.keys.rotate(request.account.id, id, {
-        ciphertext: await sealRealKey(deps, request.body.real_key, id, request.account.id),
-        hint: realKeyHint(request.body.real_key),
-        rotatedAt: deps.now().toISOString(),
+      const ciphertext = await sealRealKey(deps, request.body.real_key, id, request.account.id);
+      const key = await audited(deps, request, async (tx, audit) => {
+        const rotated = await tx.keys.rotate(request.account.id, id, {
+          ciphertext,
+          hint: realKeyHint(request.body.real_key),
+          rotatedAt: deps.now().toISOString(),
+        });
+        if (rotated) await audit('key.rotated', rotated.id);
+        return rotated;
       });
       if (!key) throw keyNotFound();
       deps.onCredentialsChanged?.();
-      await audit(deps, request, 'key.rotated', key.id);
       return keyView(key);
     },
   );
@@ -120,19 +129,21 @@ export function keyRoutes(app: ApiServer, deps: ApiDeps): void {
     async (request) => {
       const { id } = request.params;
       const now = deps.now();
-      const result = isId('key', id)
-        ? await deps.store.keys.delete(
-            request.account.id,
-            id,
-            now.toISOString(),
-            tokenEvent('token.revoked', now, deps.publicProxyUrl),
-          )
-        : undefined;
+      if (!isId('key', id)) throw keyNotFound();
+      const result = await audited(deps, request, async (tx, audit) => {
+        const deletion = await tx.keys.delete(
+          request.account.id,
+          id,
+          now.toISOString(),
+          tokenEvent('token.revoked', now, deps.publicProxyUrl),
+        );
+        // A repeated DELETE changes nothing, so it is not a change to record.
+        if (deletion?.key.deletedAt === now.toISOString()) await audit('key.deleted', id);
+        return deletion;
+      });
       if (!result) throw keyNotFound();
       deps.onCredentialsChanged?.();
       if (result.revokedTokens.length > 0) deps.onEventsCommitted?.();
-      // A repeated DELETE changes nothing, so it is not a change to record.
-      if (result.key.deletedAt === now.toISOString()) await audit(deps, request, 'key.deleted', id);
       return keyView(result.key);
     },
   );

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { audit } from '../audit.js';
+import { audited } from '../audit.js';
 import type { ApiDeps, ApiServer } from '../context.js';
 import { clearSessionCookie, sessionCookieValue, sessionSetCookie } from '../session/cookie.js';
 import { requireSameOrigin } from '../session/request-auth.js';
@@ -27,10 +27,15 @@ export function sessionRoutes(
 
   app.post('/session', { schema: { hide: true, body: SignInBody } }, async (request, reply) => {
     requireSameOrigin(request, publicApiUrl);
-    const signedIn = await sessions.signIn(request.body.api_key, request.ip, now());
-    request.account = signedIn.account;
-    request.actor = { type: 'api_key', id: signedIn.key.id, name: signedIn.key.name };
-    await audit(deps, request, 'session.created', null);
+    const at = now();
+    const verified = await sessions.verify(request.body.api_key, request.ip, at);
+    request.account = verified.account;
+    request.actor = { type: 'api_key', id: verified.key.id, name: verified.key.name };
+    const signedIn = await audited(deps, request, async (tx, audit) => {
+      const opened = await sessions.open(verified, at, tx);
+      await audit('session.created', null);
+      return opened;
+    });
     void reply.header('set-cookie', sessionSetCookie(signedIn.cookieValue, SESSION_ABSOLUTE_MS / 1000));
     void reply.header('cache-control', 'no-store');
     return reply.code(201).send({

@@ -1,4 +1,4 @@
-import { audit } from '../audit.js';
+import { audited } from '../audit.js';
 import { tokenEvent } from '../../events/token-events.js';
 import { isTokenId } from '../../ids/formats.js';
 import type { TokenPatch } from '../../store/store.js';
@@ -53,14 +53,18 @@ export function tokenChangeRoutes(app: ApiServer, deps: ApiDeps): void {
               : expiresAtField(b.expires_at, now),
         budget: b.budget === undefined ? undefined : budgetField(b.budget),
       };
-      const token = isTokenId(request.params.id)
-        ? await deps.store.tokens.update(request.account.id, request.params.id, patch)
+      const tokenId = request.params.id;
+      const token = isTokenId(tokenId)
+        ? await audited(deps, request, async (tx, audit) => {
+            const updated = await tx.tokens.update(request.account.id, tokenId, patch);
+            if (updated)
+              await audit('token.updated', updated.id, tokenView(updated, now, deps.publicProxyUrl));
+            return updated;
+          })
         : undefined;
       if (!token) throw tokenNotFound();
       deps.onCredentialsChanged?.();
-      const view = tokenView(token, now, deps.publicProxyUrl);
-      await audit(deps, request, 'token.updated', token.id, view);
-      return view;
+      return tokenView(token, now, deps.publicProxyUrl);
     },
   );
 
@@ -76,14 +80,17 @@ export function tokenChangeRoutes(app: ApiServer, deps: ApiDeps): void {
     },
     async (request) => {
       const now = deps.now();
-      const revoked = await deps.store.tokens.revokeAll(
-        request.account.id,
-        now.toISOString(),
-        tokenEvent('token.revoked', now, deps.publicProxyUrl),
-      );
+      const revoked = await audited(deps, request, async (tx, audit) => {
+        const tokens = await tx.tokens.revokeAll(
+          request.account.id,
+          now.toISOString(),
+          tokenEvent('token.revoked', now, deps.publicProxyUrl),
+        );
+        await audit('token.revoked_all', request.account.id);
+        return tokens;
+      });
       deps.onCredentialsChanged?.();
       if (revoked.length > 0) deps.onEventsCommitted?.();
-      await audit(deps, request, 'token.revoked_all', request.account.id);
       return {
         object: 'list' as const,
         data: revoked.map((t) => tokenView(t, now, deps.publicProxyUrl)),

@@ -1,4 +1,4 @@
-import { audit } from '../audit.js';
+import { audited } from '../audit.js';
 import { Type, type Static } from 'typebox';
 import { TokenProxyError } from '../../errors/tokenproxy-error.js';
 import {
@@ -70,27 +70,30 @@ export function tokenRoutes(app: ApiServer, deps: ApiDeps): void {
       } else {
         key = { existingKeyId: creation.keyId as string };
       }
-      const token = await deps.store.tokens.create({
-        token: {
-          id: tokenId,
-          accountId: account.id,
-          name: body.name,
-          provider: provider.id,
-          digest: secretDigest(sanitized),
-          hint: sanitizedKeyHint(sanitized),
-          authorizedOrigins: creation.origins,
-          authorizedIps: creation.ips,
-          rateLimit: creation.rateLimit,
-          budget: creation.budget,
-          expiresAt: creation.expiresAt,
-          createdAt: now.toISOString(),
-        },
-        key,
-        maxActiveTokens: planLimits(deps.plans, account.plan).activeTokens,
+      const token = await audited(deps, request, async (tx, audit) => {
+        const created = await tx.tokens.create({
+          token: {
+            id: tokenId,
+            accountId: account.id,
+            name: body.name,
+            provider: provider.id,
+            digest: secretDigest(sanitized),
+            hint: sanitizedKeyHint(sanitized),
+            authorizedOrigins: creation.origins,
+            authorizedIps: creation.ips,
+            rateLimit: creation.rateLimit,
+            budget: creation.budget,
+            expiresAt: creation.expiresAt,
+            createdAt: now.toISOString(),
+          },
+          key,
+          maxActiveTokens: planLimits(deps.plans, account.plan).activeTokens,
+        });
+        await audit('token.created', created.id, tokenViewAt(created, now));
+        return created;
       });
       deps.onCredentialsChanged?.();
       const view = tokenViewAt(token, now);
-      await audit(deps, request, 'token.created', token.id, view);
       return reply.code(201).send({ ...view, sanitized_key: sanitized });
 
       function validateCreation(b: Static<typeof CreateTokenBody>) {
@@ -187,18 +190,21 @@ export function tokenRoutes(app: ApiServer, deps: ApiDeps): void {
     },
     async (request) => {
       const now = deps.now();
-      const result = isTokenId(request.params.id)
-        ? await deps.store.tokens.revoke(
-            request.account.id,
-            request.params.id,
-            now.toISOString(),
-            tokenEvent('token.revoked', now, deps.publicProxyUrl),
-          )
-        : undefined;
+      if (!isTokenId(request.params.id)) throw tokenNotFound();
+      const tokenId = request.params.id;
+      const result = await audited(deps, request, async (tx, audit) => {
+        const revoked = await tx.tokens.revoke(
+          request.account.id,
+          tokenId,
+          now.toISOString(),
+          tokenEvent('token.revoked', now, deps.publicProxyUrl),
+        );
+        if (revoked?.changed === true) await audit('token.revoked', revoked.token.id);
+        return revoked;
+      });
       if (!result) throw tokenNotFound();
       deps.onCredentialsChanged?.();
       if (result.changed) deps.onEventsCommitted?.();
-      if (result.changed) await audit(deps, request, 'token.revoked', result.token.id);
       return tokenViewAt(result.token, now);
     },
   );

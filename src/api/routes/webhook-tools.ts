@@ -1,4 +1,4 @@
-import { audit } from '../audit.js';
+import { audited } from '../audit.js';
 import { Type } from 'typebox';
 import { TokenProxyError } from '../../errors/tokenproxy-error.js';
 import { isId, newId } from '../../ids/formats.js';
@@ -73,15 +73,18 @@ export function webhookToolRoutes(app: ApiServer, deps: ApiDeps): void {
     },
     async (request) => {
       await found(request.account.id, request.params.id);
-      const updated = await deps.store.webhookTools.setEnabled(
-        request.account.id,
-        request.params.id,
-        request.body.enabled,
-        deps.now().toISOString(),
-      );
+      const updated = await audited(deps, request, async (tx, audit) => {
+        const webhook = await tx.webhookTools.setEnabled(
+          request.account.id,
+          request.params.id,
+          request.body.enabled,
+          deps.now().toISOString(),
+        );
+        if (webhook) await audit('webhook.updated', webhook.id);
+        return webhook;
+      });
       if (!updated)
         throw new TokenProxyError('webhook_not_found', 'No webhook endpoint with this id in your account.');
-      await audit(deps, request, 'webhook.updated', updated.id);
       return webhookView(updated);
     },
   );
@@ -108,9 +111,12 @@ export function webhookToolRoutes(app: ApiServer, deps: ApiDeps): void {
         createdAt: now,
         data: { webhook_id: webhook.id, message: 'Test event sent by POST /v1/webhooks/:id/test.' },
       };
-      const [queued] = await deps.store.webhookTools.enqueue(request.account.id, event, [webhook.id], now);
+      const [queued] = await audited(deps, request, async (tx, audit) => {
+        const deliveries = await tx.webhookTools.enqueue(request.account.id, event, [webhook.id], now);
+        await audit('webhook.tested', webhook.id);
+        return deliveries;
+      });
       deps.onEventsCommitted?.();
-      await audit(deps, request, 'webhook.tested', webhook.id);
       return reply.code(202).send({ event_id: event.id, delivery_id: queued?.deliveryId ?? '' });
     },
   );
@@ -168,14 +174,17 @@ export function webhookToolRoutes(app: ApiServer, deps: ApiDeps): void {
         targets = [webhook.id];
       }
       const now = deps.now().toISOString();
-      const queued = await deps.store.webhookTools.enqueue(
-        accountId,
-        { existingEventId: event.id },
-        targets,
-        now,
-      );
+      const queued = await audited(deps, request, async (tx, audit) => {
+        const deliveries = await tx.webhookTools.enqueue(
+          accountId,
+          { existingEventId: event.id },
+          targets,
+          now,
+        );
+        await audit('event.redelivered', event.id);
+        return deliveries;
+      });
       if (queued.length > 0) deps.onEventsCommitted?.();
-      await audit(deps, request, 'event.redelivered', event.id);
       return reply.code(202).send({
         event_id: event.id,
         deliveries: queued.map((q) => ({ delivery_id: q.deliveryId, webhook_id: q.webhookId })),

@@ -1,4 +1,4 @@
-import { audit } from '../audit.js';
+import { audited } from '../audit.js';
 import { Type } from 'typebox';
 import { TokenProxyError } from '../../errors/tokenproxy-error.js';
 import { checkWebhookHost, checkWebhookUrl, systemResolver } from '../../events/address-guard.js';
@@ -54,15 +54,19 @@ export function webhookRoutes(app: ApiServer, deps: ApiDeps): void {
       const accountId = request.account.id;
       const key = newWebhookSecretKey();
       try {
-        const webhook = await deps.store.webhooks.create({
-          id,
-          accountId,
-          url: checked.url.href,
-          events,
-          secret: await deps.vault.encrypt(key, { keyId: id, accountId }),
-          createdAt: deps.now().toISOString(),
+        const secret = await deps.vault.encrypt(key, { keyId: id, accountId });
+        const webhook = await audited(deps, request, async (tx, audit) => {
+          const created = await tx.webhooks.create({
+            id,
+            accountId,
+            url: checked.url.href,
+            events,
+            secret,
+            createdAt: deps.now().toISOString(),
+          });
+          await audit('webhook.created', created.id);
+          return created;
         });
-        await audit(deps, request, 'webhook.created', webhook.id);
         return await reply.code(201).send({ ...webhookView(webhook), secret: formatWebhookSecret(key) });
       } finally {
         key.fill(0);
@@ -117,11 +121,15 @@ export function webhookRoutes(app: ApiServer, deps: ApiDeps): void {
       },
     },
     async (request) => {
-      const webhook = isId('webhook', request.params.id)
-        ? await deps.store.webhooks.delete(request.account.id, request.params.id)
+      const webhookId = request.params.id;
+      const webhook = isId('webhook', webhookId)
+        ? await audited(deps, request, async (tx, audit) => {
+            const deleted = await tx.webhooks.delete(request.account.id, webhookId);
+            if (deleted) await audit('webhook.deleted', deleted.id);
+            return deleted;
+          })
         : undefined;
       if (!webhook) throw webhookNotFound();
-      await audit(deps, request, 'webhook.deleted', webhook.id);
       return webhookView(webhook);
     },
   );

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { TokenProxyError } from '../../errors/tokenproxy-error.js';
 import { secretDigest } from '../../ids/formats.js';
-import { IpBackoff } from '../../limits/ip-backoff.js';
-import { MemoryCounters } from '../../limits/counters.js';
-import type { ApiKeyRecord } from '../../store/access-records.js';
+import { IP_BACKOFF_POLICY, IpBackoff } from '../../limits/ip-backoff.js';
+import { MemoryCounters, type Counters } from '../../limits/counters.js';
+import type { ApiKeyRecord, LiveApiKey } from '../../store/access-records.js';
 import type { AccountRecord } from '../../store/records.js';
 import type { Store } from '../../store/store.js';
 
@@ -31,12 +31,23 @@ export class DashboardSessions {
   readonly #store: Pick<Store, 'sessions' | 'accounts' | 'apiKeys'>;
   readonly #backoff: IpBackoff;
 
-  constructor(store: Pick<Store, 'sessions' | 'accounts' | 'apiKeys'>, backoff?: IpBackoff) {
+  /**
+   * `counters` hold the sign-in backoff: the limits' own, so with `redis` every process of a cluster
+   * sees the same strikes (a guesser cannot spread attempts over the members); in-memory without.
+   */
+  constructor(
+    store: Pick<Store, 'sessions' | 'accounts' | 'apiKeys'>,
+    counters: Counters = new MemoryCounters(),
+  ) {
     this.#store = store;
-    this.#backoff = backoff ?? new IpBackoff(new MemoryCounters());
+    this.#backoff = new IpBackoff(counters, IP_BACKOFF_POLICY, 'signin');
   }
 
-  async signIn(apiKey: string, ip: string, now: Date): Promise<SignedIn> {
+  /**
+   * The live full-scope key a sign-in names, under the per-IP backoff. Apart from `open` so the
+   * backoff and the lookup stay outside the transaction that writes the session.
+   */
+  async verify(apiKey: string, ip: string, now: Date): Promise<LiveApiKey> {
     const wait = await this.#backoff.check(ip, now.getTime());
     if (wait > 0) throw tooManyAttempts(wait);
     const found = await this.#store.apiKeys.findLive(secretDigest(apiKey));
@@ -45,28 +56,32 @@ export class DashboardSessions {
       if (blocked > 0) throw tooManyAttempts(blocked);
       throw new TokenProxyError('invalid_api_key', 'The API key is not valid.', { param: 'api_key' });
     }
-    const { account, key } = found;
     // A session may change everything, so a read-only key must not be able to open one.
-    if (key.scope !== 'full') {
+    if (found.key.scope !== 'full') {
       throw new TokenProxyError(
         'insufficient_scope',
-        `The API key "${key.name}" is read-only; the dashboard needs a key with scope "full".`,
+        `The API key "${found.key.name}" is read-only; the dashboard needs a key with scope "full".`,
         { param: 'api_key' },
       );
     }
+    return found;
+  }
+
+  /** Opens a session for a key `verify` accepted; `store` is the transaction it commits with. */
+  async open(verified: LiveApiKey, now: Date, store: Pick<Store, 'sessions'>): Promise<SignedIn> {
     // Ended sessions are swept here rather than by a timer: sign-ins are rare, and a dead session
     // is refused by its expiry columns anyway, so the sweep only keeps the table small.
-    await this.#store.sessions.purgeExpired(now.toISOString());
+    await store.sessions.purgeExpired(now.toISOString());
     const cookieValue = randomBytes(32).toString('base64url');
     const expiresAt = new Date(now.getTime() + SESSION_ABSOLUTE_MS);
-    await this.#store.sessions.create({
+    await store.sessions.create({
       digest: secretDigest(cookieValue),
-      accountId: account.id,
+      accountId: verified.account.id,
       createdAt: now.toISOString(),
       idleExpiresAt: new Date(now.getTime() + SESSION_IDLE_MS).toISOString(),
       expiresAt: expiresAt.toISOString(),
     });
-    return { account, key, cookieValue, expiresAt };
+    return { ...verified, cookieValue, expiresAt };
   }
 
   /** The account of a live session, keeping it alive; throws `session_expired` otherwise. */

@@ -4,12 +4,13 @@ import type { AccountPatch, AccountRepo, NewAccount } from '../store.js';
 import type { AccountRecord } from '../records.js';
 import type { RepoContext } from './context.js';
 import { toAccount } from './rows.js';
+import { transact } from './transact.js';
 
 export class KyselyAccountRepo implements AccountRepo {
   constructor(private readonly ctx: RepoContext) {}
 
   async create(account: NewAccount): Promise<AccountRecord> {
-    return this.ctx.db.transaction().execute(async (trx) => {
+    return transact(this.ctx.db, async (trx) => {
       const row = await trx
         .insertInto('accounts')
         .values({

@@ -1,9 +1,10 @@
 import type { Selectable } from 'kysely';
-import type { ApiKeyRecord, ApiKeyRepo, ApiKeyScope, NewApiKey } from '../access-records.js';
-import type { AccountRecord, Page, PageQuery } from '../records.js';
+import type { ApiKeyRecord, ApiKeyRepo, ApiKeyScope, NewApiKey, LiveApiKey } from '../access-records.js';
+import type { Page, PageQuery } from '../records.js';
 import type { ApiKeysTable } from '../schema.js';
 import type { RepoContext } from './context.js';
 import { newestFirstPage, toAccount } from './rows.js';
+import { transact } from './transact.js';
 
 const COLUMNS = ['id', 'account_id', 'name', 'scope', 'start', 'created_at', 'revoked_at'] as const;
 type ApiKeyRow = Pick<Selectable<ApiKeysTable>, (typeof COLUMNS)[number]>;
@@ -16,7 +17,7 @@ export class KyselyApiKeyRepo implements ApiKeyRepo {
     return fromNew(key);
   }
 
-  async findLive(digest: string): Promise<{ account: AccountRecord; key: ApiKeyRecord } | undefined> {
+  async findLive(digest: string): Promise<LiveApiKey | undefined> {
     const row = await this.ctx.db
       .selectFrom('api_keys')
       .innerJoin('accounts', 'accounts.id', 'api_keys.account_id')
@@ -71,7 +72,7 @@ export class KyselyApiKeyRepo implements ApiKeyRepo {
     newKey: Omit<NewApiKey, 'scope'>,
     at: string,
   ): Promise<{ key: ApiKeyRecord; revoked: readonly ApiKeyRecord[] }> {
-    return this.ctx.db.transaction().execute(async (trx) => {
+    return transact(this.ctx.db, async (trx) => {
       const revoked = await trx
         .updateTable('api_keys')
         .set({ revoked_at: at })

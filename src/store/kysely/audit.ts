@@ -6,6 +6,7 @@ import type { OutboxEvent } from '../store.js';
 import type { RepoContext } from './context.js';
 import { insertEvents } from './events.js';
 import { newestFirstPage } from './rows.js';
+import { transact } from './transact.js';
 
 export class KyselyAuditRepo implements AuditRepo {
   constructor(private readonly ctx: RepoContext) {}
@@ -26,7 +27,7 @@ export class KyselyAuditRepo implements AuditRepo {
       await this.ctx.db.insertInto('audit_log').values(row).execute();
       return;
     }
-    await this.ctx.db.transaction().execute(async (trx) => {
+    await transact(this.ctx.db, async (trx) => {
       await trx.insertInto('audit_log').values(row).execute();
       await insertEvents(trx, [event]);
     });

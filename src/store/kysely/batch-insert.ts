@@ -1,5 +1,6 @@
 import { CompiledQuery, type Kysely } from 'kysely';
 import type { Database } from '../schema.js';
+import { transact } from './transact.js';
 
 /**
  * Rows per INSERT statement, largest first: a batch of 90 rows goes out as 64 + 16 + 8 + 2. So a
@@ -55,7 +56,7 @@ export class BatchInsert<R extends Row> {
   async run(db: Kysely<Database>, rows: readonly R[]): Promise<void> {
     if (rows.length === 0) return;
     const statements = this.statements(rows);
-    await db.transaction().execute(async (trx) => {
+    await transact(db, async (trx) => {
       for (const statement of statements) await trx.executeQuery(statement);
     });
   }

@@ -4,6 +4,7 @@ import type { ClaimedDelivery, DeliveryChannel, Page, PageQuery } from '../recor
 import type { ClaimFilter, DeliveryOutcome, DeliveryRepo, DisablePolicy } from '../store.js';
 import type { RepoContext } from './context.js';
 import { newestFirstPage, parseEventData, toWebhook } from './rows.js';
+import { transact } from './transact.js';
 
 /**
  * Due deliveries one claim looks at, oldest first. Far above what one claim takes (a lane's free
@@ -59,7 +60,7 @@ export class KyselyDeliveryRepo implements DeliveryRepo {
     const any = await due(db).select('deliveries.id').limit(1).executeTakeFirst();
     if (any === undefined) return [];
 
-    return db.transaction().execute(async (trx) => {
+    return transact(db, async (trx) => {
       // Fair order without locking: the oldest due deliveries per endpoint (`nth`), then per account
       // in turns (`turn`), so an account with a deep backlog takes one turn like any other. The
       // chosen rows are then locked, skipping those another process holds (FOR UPDATE cannot
@@ -198,7 +199,7 @@ export class KyselyDeliveryRepo implements DeliveryRepo {
     outcome: DeliveryOutcome,
     disable?: DisablePolicy,
   ): Promise<boolean> {
-    return this.ctx.db.transaction().execute(async (trx) => {
+    return transact(this.ctx.db, async (trx) => {
       const attempts = delivery.attempts + 1;
       switch (outcome.kind) {
         case 'delivered':

@@ -5,6 +5,7 @@ import type { Database, EventsTable } from '../schema.js';
 import type { EventRepo, FanOutOptions, OutboxEvent } from '../store.js';
 import type { RepoContext } from './context.js';
 import { newestFirstPage, parseStringArray, toEvent } from './rows.js';
+import { transact } from './transact.js';
 
 const NO_EMAIL: FanOutOptions = { emailTypes: [] };
 
@@ -87,7 +88,7 @@ export class KyselyEventRepo implements EventRepo {
 
   async append(events: readonly OutboxEvent[], options: FanOutOptions): Promise<void> {
     if (events.length === 0) return;
-    await this.ctx.db.transaction().execute((trx) => insertEvents(trx, events, options));
+    await transact(this.ctx.db, (trx) => insertEvents(trx, events, options));
   }
 
   async list(

@@ -1,12 +1,13 @@
 import { envelopeKekId } from '../../vault/vault.js';
 import type { IdempotencyBegin, IdempotencyRepo, IdempotencyStart } from '../store.js';
 import type { RepoContext } from './context.js';
+import { transact } from './transact.js';
 
 export class KyselyIdempotencyRepo implements IdempotencyRepo {
   constructor(private readonly ctx: RepoContext) {}
 
   async begin(start: IdempotencyStart): Promise<IdempotencyBegin> {
-    return this.ctx.db.transaction().execute(async (trx) => {
+    return transact(this.ctx.db, async (trx) => {
       // A row past its 24 h, or an in-flight row whose process evidently died, no longer holds the key.
       await trx
         .deleteFrom('idempotency_keys')

@@ -2,6 +2,7 @@ import { envelopeKekId } from '../../vault/vault.js';
 import { sql } from 'kysely';
 import type { EnvelopeRef, KekRepo, KekVersion, NewKekVersion } from '../store.js';
 import type { RepoContext } from './context.js';
+import { transact } from './transact.js';
 
 /**
  * The tables holding vault envelopes, with how each row's envelope is bound (the vault's AAD). A
@@ -32,7 +33,7 @@ export class KyselyKekRepo implements KekRepo {
   }
 
   async add(version: NewKekVersion, options: { onlyIfNone?: boolean } = {}): Promise<boolean> {
-    return this.ctx.db.transaction().execute(async (trx) => {
+    return transact(this.ctx.db, async (trx) => {
       if (options.onlyIfNone === true) {
         // Two first starts with different KEKs must not both register: one waits for the other.
         // SQLite has one writer at a time, and this transaction's first statement below is a write.
@@ -179,7 +180,7 @@ export class KyselyKekRepo implements KekRepo {
   }
 
   async purgeDead(): Promise<void> {
-    await this.ctx.dialect.purgeDestroyedSecrets(this.ctx.db, ENVELOPE_TABLES);
+    await this.ctx.afterCommit((db) => this.ctx.dialect.purgeDestroyedSecrets(db, ENVELOPE_TABLES));
   }
 
   async sampleEnvelope(kekId: string): Promise<EnvelopeRef | undefined> {

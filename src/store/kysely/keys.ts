@@ -7,6 +7,7 @@ import type { KeyDeletion, KeyRepo, KeyRotation, NewProviderKey, TokenEventBuild
 import type { RepoContext } from './context.js';
 import { insertEvents } from './events.js';
 import { toPage, toProviderKey, toToken } from './rows.js';
+import { transact } from './transact.js';
 
 /**
  * Provider keys with `token_count`: tokens of the key whose stored status is 'active' and, when
@@ -109,12 +110,16 @@ export class KyselyKeyRepo implements KeyRepo {
     return toPage(rows, page.limit, toProviderKey);
   }
 
+  #purge(): Promise<void> {
+    return this.ctx.afterCommit((db) => this.ctx.dialect.purgeDestroyedSecrets(db, ['provider_keys']));
+  }
+
   async rotate(
     accountId: string,
     keyId: string,
     rotation: KeyRotation,
   ): Promise<ProviderKeyRecord | undefined> {
-    const rotated = await this.ctx.db.transaction().execute(async (trx) => {
+    const rotated = await transact(this.ctx.db, async (trx) => {
       const key = await lockKey(this.ctx, trx, accountId, keyId);
       if (key === undefined) return undefined;
       if (key.deleted) throw new StoreConflictError('key_deleted');
@@ -132,7 +137,7 @@ export class KyselyKeyRepo implements KeyRepo {
       return findKey(trx, accountId, keyId, rotation.rotatedAt);
     });
     // The replaced ciphertext is the old real key: it must not outlive the rotation in the files.
-    if (rotated !== undefined) await this.ctx.dialect.purgeDestroyedSecrets(this.ctx.db, ['provider_keys']);
+    if (rotated !== undefined) await this.#purge();
     return rotated;
   }
 
@@ -142,7 +147,7 @@ export class KyselyKeyRepo implements KeyRepo {
     at: string,
     emit?: TokenEventBuilder,
   ): Promise<KeyDeletion | undefined> {
-    const deletion = await this.ctx.db.transaction().execute(async (trx) => {
+    const deletion = await transact(this.ctx.db, async (trx) => {
       const key = await lockKey(this.ctx, trx, accountId, keyId);
       if (key === undefined) return undefined;
       let revoked: TokenRecord[] = [];
@@ -169,7 +174,7 @@ export class KyselyKeyRepo implements KeyRepo {
       return { key: record, revokedTokens: revoked, destroyed: !key.deleted };
     });
     if (deletion === undefined) return undefined;
-    if (deletion.destroyed) await this.ctx.dialect.purgeDestroyedSecrets(this.ctx.db, ['provider_keys']);
+    if (deletion.destroyed) await this.#purge();
     return { key: deletion.key, revokedTokens: deletion.revokedTokens };
   }
 }

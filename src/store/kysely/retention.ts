@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { RetentionRepo, SpaceReclaim } from '../retention-records.js';
 import type { RepoContext } from './context.js';
+import { transact } from './transact.js';
 
 /** `pragma auto_vacuum` answers 2 for INCREMENTAL. */
 const INCREMENTAL = 2;
@@ -44,7 +45,7 @@ export class KyselyRetentionRepo implements RetentionRepo {
   }
 
   async deleteFinishedEvents(accountId: string, before: string, limit: number): Promise<number> {
-    return this.ctx.db.transaction().execute(async (trx) => {
+    return transact(this.ctx.db, async (trx) => {
       const rows = await trx
         .selectFrom('events')
         .select('id')

@@ -18,6 +18,7 @@ import type { RepoContext } from './context.js';
 import { insertEvents } from './events.js';
 import { insertKey, lockKey } from './keys.js';
 import { newestFirstPage, rateLimitText, toToken } from './rows.js';
+import { transact } from './transact.js';
 
 /**
  * Active tokens past `expires_at`, oldest first: the expiry sweep's query. It runs every sweep on
@@ -39,7 +40,7 @@ export class KyselyTokenRepo implements TokenRepo {
 
   async create(creation: TokenCreation): Promise<TokenRecord> {
     const { token, key, maxActiveTokens } = creation;
-    return this.ctx.db.transaction().execute(async (trx) => {
+    return transact(this.ctx.db, async (trx) => {
       // Concurrent creates for one account queue here on PostgreSQL, so the count below cannot be
       // stale; SQLite transactions already hold the write lock from BEGIN.
       const account = await this.ctx.dialect
@@ -145,7 +146,7 @@ export class KyselyTokenRepo implements TokenRepo {
     at: string,
     emit?: TokenEventBuilder,
   ): Promise<TokenRevocation | undefined> {
-    return this.ctx.db.transaction().execute(async (trx) => {
+    return transact(this.ctx.db, async (trx) => {
       // One conditional UPDATE: of two concurrent revocations exactly one sees `changed`, so exactly
       // one commits the event.
       const row = await trx
@@ -166,8 +167,12 @@ export class KyselyTokenRepo implements TokenRepo {
     });
   }
 
+  async anyDue(now: string): Promise<boolean> {
+    return (await dueForExpiry(this.ctx.db, now, 1).executeTakeFirst()) !== undefined;
+  }
+
   async expireDue(now: string, limit: number, emit: TokenEventBuilder): Promise<readonly TokenRecord[]> {
-    return this.ctx.db.transaction().execute(async (trx) => {
+    return transact(this.ctx.db, async (trx) => {
       const due = await this.ctx.dialect.forUpdateSkipLocked(dueForExpiry(trx, now, limit)).execute();
       if (due.length === 0) return [];
       // Still conditional on `active`: a token revoked meanwhile keeps its revocation.
@@ -209,7 +214,7 @@ export class KyselyTokenRepo implements TokenRepo {
   }
 
   async revokeAll(accountId: string, at: string, emit?: TokenEventBuilder): Promise<readonly TokenRecord[]> {
-    return this.ctx.db.transaction().execute(async (trx) => {
+    return transact(this.ctx.db, async (trx) => {
       // One conditional UPDATE, like revoke: a token revoked concurrently is not announced twice.
       const rows = await trx
         .updateTable('tokens')
@@ -255,7 +260,7 @@ export class KyselyTokenRepo implements TokenRepo {
     const periods = [...usage.values()].sort(
       (a, b) => compareText(a.accountId, b.accountId) || compareText(a.period, b.period),
     );
-    await this.ctx.db.transaction().execute(async (trx) => {
+    await transact(this.ctx.db, async (trx) => {
       for (const entry of tokens) {
         await trx
           .updateTable('tokens')

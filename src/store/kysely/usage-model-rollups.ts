@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Spent, UsageModelRollup, UsageModelRollupRepo } from '../dashboard-records.js';
 import type { RepoContext } from './context.js';
+import { transact } from './transact.js';
 
 export class KyselyUsageModelRollupRepo implements UsageModelRollupRepo {
   constructor(private readonly ctx: RepoContext) {}
@@ -17,7 +18,7 @@ export class KyselyUsageModelRollupRepo implements UsageModelRollupRepo {
           order(a.model, b.model),
       );
     if (rows.length === 0) return;
-    await this.ctx.db.transaction().execute(async (trx) => {
+    await transact(this.ctx.db, async (trx) => {
       for (const r of rows) {
         await trx
           .insertInto('usage_model_rollups')

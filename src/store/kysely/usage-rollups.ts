@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { UsageRollup, UsageRollupRepo } from '../dashboard-records.js';
 import type { RepoContext } from './context.js';
+import { transact } from './transact.js';
 
 export class KyselyUsageRollupRepo implements UsageRollupRepo {
   constructor(private readonly ctx: RepoContext) {}
@@ -13,7 +14,7 @@ export class KyselyUsageRollupRepo implements UsageRollupRepo {
         (a, b) => order(a.accountId, b.accountId) || order(a.hour, b.hour) || order(a.outcome, b.outcome),
       );
     if (rows.length === 0) return;
-    await this.ctx.db.transaction().execute(async (trx) => {
+    await transact(this.ctx.db, async (trx) => {
       for (const r of rows) {
         await trx
           .insertInto('usage_rollups')

@@ -10,6 +10,7 @@ import type {
 import type { RepoContext } from './context.js';
 import { eventRow } from './events.js';
 import { parseStringArray, toEvent, toWebhook } from './rows.js';
+import { transact } from './transact.js';
 
 const DISABLED_BY_ACCOUNT = 'Disabled through the API (PATCH /v1/webhooks/:id {"enabled": false}).';
 
@@ -22,7 +23,7 @@ export class KyselyWebhookToolRepo implements WebhookToolRepo {
     enabled: boolean,
     at: string,
   ): Promise<WebhookRecord | undefined> {
-    return this.ctx.db.transaction().execute(async (trx) => {
+    return transact(this.ctx.db, async (trx) => {
       const current = await trx
         .selectFrom('webhooks')
         .select(['id', 'disabled_at'])
@@ -90,7 +91,7 @@ export class KyselyWebhookToolRepo implements WebhookToolRepo {
     webhookIds: readonly string[],
     at: string,
   ): Promise<readonly QueuedDelivery[]> {
-    return this.ctx.db.transaction().execute(async (trx) => {
+    return transact(this.ctx.db, async (trx) => {
       let eventId: string;
       if ('existingEventId' in event) eventId = event.existingEventId;
       else {

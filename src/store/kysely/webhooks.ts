@@ -3,6 +3,7 @@ import type { Page, PageQuery, WebhookRecord } from '../records.js';
 import type { NewWebhook, WebhookRepo } from '../store.js';
 import type { RepoContext } from './context.js';
 import { newestFirstPage, toWebhook } from './rows.js';
+import { transact } from './transact.js';
 
 export class KyselyWebhookRepo implements WebhookRepo {
   constructor(private readonly ctx: RepoContext) {}
@@ -43,7 +44,7 @@ export class KyselyWebhookRepo implements WebhookRepo {
   }
 
   async delete(accountId: string, webhookId: string): Promise<WebhookRecord | undefined> {
-    return this.ctx.db.transaction().execute(async (trx) => {
+    return transact(this.ctx.db, async (trx) => {
       // Deliveries first, then the endpoint: the order a finishing delivery locks them in (it
       // updates its row, then the endpoint's failing_since). The other order deadlocked on PostgreSQL
       // when an endpoint was deleted while one of its deliveries completed.
