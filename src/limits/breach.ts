@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { errorName } from '../errors/summary.js';
+import { settlesWithin } from '../server/settles-within.js';
 import type { OnUnauthorized, UnauthorizedAttempt } from '../anomalies/record.js';
 import type { EventPublisher } from '../events/publisher.js';
 import { BreachSummary } from './breach-summary.js';
@@ -35,7 +36,11 @@ export interface BreachHandler {
   readonly onUnauthorized: OnUnauthorized;
   /** Sends the trailing alerts that are due: attempts left over since a key's last alert. */
   flush(now?: number): Promise<void>;
-  close(): void;
+  /**
+   * At shutdown, after the proxy has stopped taking requests: announces what this process still
+   * owes instead of losing it with the process (see `drain` below), then stops the timer.
+   */
+  close(): Promise<void>;
 }
 
 interface Pending {
@@ -43,7 +48,12 @@ interface Pending {
   attempt: UnauthorizedAttempt;
   /** When this process last saw an alert sent for the key (or first saw the key suppressed). */
   sentAt: number;
+  /** Attempts this process coalesced under the key since: what it owes if it stops first. */
+  owed: number;
 }
+
+/** At shutdown, the alerts owed are given this long to reach the outbox (a stalled store). */
+const DRAIN_DEADLINE_MS = 5_000;
 
 /**
  * Breach actions for unauthorized proxy requests (specification §6, DESIGN §6/§10): the anomaly-log
@@ -80,10 +90,22 @@ export function createBreachHandler(options: BreachHandlerOptions): BreachHandle
     return (err: unknown) => logger?.error({ err: errorName(err) }, what);
   }
 
+  /** Publishes not yet settled: shutdown waits for them, so the store is still open for each. */
+  const publishing = new Set<Promise<void>>();
+  /** Shared-counter answers still on their way (with Redis): shutdown waits for them too. */
+  const settling = new Set<Promise<void>>();
+  let flushing: Promise<void> | undefined;
+
+  function track(set: Set<Promise<void>>, work: Promise<void>): void {
+    set.add(work);
+    void work.finally(() => set.delete(work));
+  }
+
   function emit(accountId: string, data: Record<string, unknown>): void {
-    publisher
+    const done = publisher
       .publish({ accountId, type: 'breach.detected', data })
-      .catch(fail('breach.detected not recorded'));
+      .then(() => undefined, fail('breach.detected not recorded'));
+    track(publishing, done);
   }
 
   function publish(attempt: UnauthorizedAttempt, attempts: number): void {
@@ -144,11 +166,12 @@ export function createBreachHandler(options: BreachHandlerOptions): BreachHandle
     const t = pending.get(key);
     if (t !== undefined) {
       t.attempt = attempt;
+      t.owed++;
       return;
     }
     const sentAt = quiet.get(key) ?? at;
     quiet.delete(key);
-    pending.set(key, { attempt, sentAt });
+    pending.set(key, { attempt, sentAt, owed: 1 });
   }
 
   /** Makes room for a new tuple: false when every tracked tuple still has a trailing alert to send. */
@@ -172,7 +195,8 @@ export function createBreachHandler(options: BreachHandlerOptions): BreachHandle
       }
       const covered = counters.coalesce(key, at, interval, raisesAlert(attempt));
       if (covered instanceof Promise) {
-        covered.then((n) => settle(key, attempt, at, n), fail('breach coalescing failed'));
+        const settled = covered.then((n) => settle(key, attempt, at, n), fail('breach coalescing failed'));
+        track(settling, settled);
       } else {
         settle(key, attempt, at, covered);
       }
@@ -193,6 +217,11 @@ export function createBreachHandler(options: BreachHandlerOptions): BreachHandle
     }
     warnedFull = false;
     // After the tuples: a trailing alert held back by the caps joins a summary that is due now.
+    sendSummaries(at);
+  }
+
+  /** Sends every summary due by `at` (all of them at shutdown). */
+  function sendSummaries(at: number): void {
     for (const [tokenId, summary] of summaries) {
       if (at < summary.dueAt) continue;
       summaries.delete(tokenId);
@@ -204,16 +233,44 @@ export function createBreachHandler(options: BreachHandlerOptions): BreachHandle
   const timer =
     every > 0
       ? setInterval(() => {
-          flush().catch((err: unknown) => logger?.error({ err: errorName(err) }, 'breach flush failed'));
+          if (flushing !== undefined) return;
+          flushing = flush()
+            .catch((err: unknown) => logger?.error({ err: errorName(err) }, 'breach flush failed'))
+            .finally(() => (flushing = undefined));
         }, every)
       : undefined;
   timer?.unref();
 
+  /**
+   * What this process still owes goes out now: each pending trailing alert joins its token's
+   * summary (the attempts this process coalesced under it, counted locally: the shared counters are
+   * not touched, so other members' windows stay as they are; a member that alerts for the same
+   * attempts later may count some twice, which beats none), then every summary is sent with what it
+   * holds. A restart during an attack must not swallow the alerts of its last minute; the attempts
+   * themselves are in the anomaly log either way.
+   */
+  async function drain(): Promise<void> {
+    // Work already under way: answers of the shared counters, a timer flush, their alerts.
+    while (settling.size > 0 || flushing !== undefined) {
+      await Promise.allSettled([...settling, flushing]);
+    }
+    const at = now();
+    for (const [key, t] of pending) {
+      pending.delete(key);
+      summarise(t.attempt, t.owed, at);
+    }
+    sendSummaries(Infinity);
+    while (publishing.size > 0) await Promise.allSettled([...publishing]);
+  }
+
   return {
     onUnauthorized,
     flush,
-    close() {
+    async close() {
       if (timer !== undefined) clearInterval(timer);
+      if (!(await settlesWithin(drain(), DRAIN_DEADLINE_MS))) {
+        logger?.error({ ms: DRAIN_DEADLINE_MS }, 'breach alerts owed at shutdown not all recorded in time');
+      }
     },
   };
 }

@@ -15,8 +15,8 @@ export interface Limits {
   readonly proxy: ProxyLimits;
   /** The counters behind every limit, shared with the budgets (src/usage/budget-guard.ts). */
   readonly counters: Counters;
-  /** Stops the timers (sweeps, trailing alerts). */
-  close(): void;
+  /** Stops the timers (sweeps, trailing alerts) and announces the breach alerts still owed. */
+  close(): Promise<void>;
 }
 
 export interface LimitsOptions {
@@ -71,9 +71,9 @@ export function createLimits(options: LimitsOptions): Limits {
     breach,
     proxy,
     counters,
-    close() {
-      breach.close();
+    async close() {
       proxy.close();
+      await breach.close();
     },
   };
 }

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
 import { Pool } from 'undici';
 import type { Provider, ProviderRegistry } from '../providers/providers.js';
+import { settlesWithin } from '../server/settles-within.js';
 import type { ProxyConfig } from './deps.js';
 
 /** A provider prepared for the hot path: its pool, base path and how the real key is presented. */
@@ -64,14 +65,8 @@ export class Upstreams {
   /** Waits for in-flight upstream requests; after `graceMs`, aborts whatever is left. */
   async close(graceMs: number): Promise<void> {
     const pools = [...this.#pools.values()];
-    let timer: NodeJS.Timeout | undefined;
-    const forced = new Promise<void>((resolve) => {
-      timer = setTimeout(() => {
-        void Promise.allSettled(pools.map((p) => p.destroy())).then(() => resolve());
-      }, graceMs);
-    });
-    await Promise.race([Promise.allSettled(pools.map((p) => p.close())), forced]);
-    clearTimeout(timer);
+    const drained = Promise.allSettled(pools.map((p) => p.close()));
+    if (!(await settlesWithin(drained, graceMs))) await Promise.allSettled(pools.map((p) => p.destroy()));
   }
 }
 

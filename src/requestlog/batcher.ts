@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { settlesWithin } from '../server/settles-within.js';
 import { StoreUnavailableError } from '../store/errors.js';
 
 /**
@@ -252,16 +253,11 @@ export function createBatcher<T>(options: BatcherOptions<T>): Batcher<T> {
   async function shutDown(): Promise<void> {
     // Whatever is still queued gets one immediate attempt, whatever the back-off.
     failures = 0;
-    let deadline: NodeJS.Timeout | undefined;
-    const expired = new Promise<'timeout'>((resolve) => {
-      deadline = setTimeout(() => resolve('timeout'), closeTimeoutMs);
-    });
-    const outcome = await Promise.race([flush(), expired]);
-    clearTimeout(deadline);
+    const inTime = await settlesWithin(flush(), closeTimeoutMs);
     closed = true;
     if (timer !== undefined) clearTimeout(timer);
     timer = undefined;
-    if (outcome === 'timeout') {
+    if (!inTime) {
       // A batch still in the store's hands may yet land; the queue behind it will not.
       const lost = queued();
       queue = [];

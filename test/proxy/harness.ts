@@ -194,7 +194,7 @@ export async function startProxyHarness(
     waitForRecords,
     async close() {
       await proxy.close(500);
-      limits?.close();
+      await limits?.close();
       await anomalyLog?.close();
       await dispatcher.close();
       await api.close();
