@@ -1,8 +1,8 @@
-import { existsSync } from 'node:fs';
 import { Worker, type ResourceLimits } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { breachEntry, type AnomalyWriter } from '../anomalies/anomaly-writer.js';
 import { errorSummary } from '../errors/summary.js';
+import { compiledThread } from '../server/compiled-thread.js';
 import type { AnomalyEntry } from '../store/records.js';
 import type { Batcher, DropReason, QueueMetrics } from './batcher.js';
 import { createRequestLinePrinter, type RequestLogWriter } from './batch-writer.js';
@@ -222,7 +222,7 @@ class LogChannel {
       flushIntervalMs: this.#options.flushIntervalMs,
       budgets: this.#budgets,
     };
-    const worker = new Worker(threadFile(), {
+    const worker = new Worker(compiledThread(import.meta.url, 'requestlog/log-thread.js', 'log worker'), {
       workerData: data,
       resourceLimits: this.#options.resourceLimits ?? WORKER_HEAP_LIMITS,
     });
@@ -322,16 +322,4 @@ export function relog(logger: Logger, line: string): void {
   const { level, msg, ...fields } = parsed as { level?: unknown; msg?: unknown };
   const method = LEVELS[typeof level === 'number' ? level : 30] ?? 'info';
   logger[method](fields, typeof msg === 'string' ? msg : '');
-}
-
-/**
- * The compiled worker beside this module; when this module runs from TypeScript sources (the test
- * runner), the one `npm run build` put in dist/.
- */
-function threadFile(): URL {
-  const beside = new URL('./log-thread.js', import.meta.url);
-  if (existsSync(beside)) return beside;
-  const built = new URL('../../dist/requestlog/log-thread.js', import.meta.url);
-  if (existsSync(built)) return built;
-  throw new Error('log worker: dist/requestlog/log-thread.js is missing; run `npm run build`');
 }

@@ -1,60 +1,39 @@
 import type { Logger } from 'pino';
-import { setTimeout as sleep } from 'node:timers/promises';
-import type { RetentionRepo } from '../store/retention-records.js';
-import { runEverywhere, type ExclusiveRunner } from './exclusive-runner.js';
-import { purgeOnce, type PurgeReport, type RetentionPolicy } from './purge.js';
-
-export const RETENTION_JOB = 'retention';
+import { errorSummary } from '../errors/summary.js';
+import type { PurgeReport } from './purge.js';
 
 export interface RetentionSchedulerOptions {
-  readonly repo: RetentionRepo;
-  readonly policy: RetentionPolicy;
+  /** One retention pass; undefined when another process ran it. */
+  readonly pass: () => Promise<PurgeReport | undefined>;
   readonly logger: Logger;
-  readonly now?: (() => Date) | undefined;
-  readonly runner?: ExclusiveRunner | undefined;
   /** Time between passes. */
   readonly intervalMs?: number | undefined;
   /** Time from start to the first pass (start-up has enough to do). */
   readonly firstDelayMs?: number | undefined;
-  readonly batchSize?: number | undefined;
-  readonly pauseMs?: number | undefined;
-  readonly vacuumPages?: number | undefined;
 }
 
 export interface RetentionScheduler {
   /** One pass now (or the running one); undefined when another process ran it. */
   runNow(): Promise<PurgeReport | undefined>;
+  /** Stops the timers and waits for a pass under way (stop it first: it runs to its end otherwise). */
   close(): Promise<void>;
 }
 
 const HOUR_MS = 3_600_000;
-export const DEFAULT_BATCH_SIZE = 2000;
-const DEFAULT_PAUSE_MS = 20;
-const DEFAULT_VACUUM_PAGES = 2000;
 
-/** Hourly retention passes; a pass that fails is logged (once per streak) and tried at the next. */
+/**
+ * Hourly retention passes, one at a time; what a pass deleted is logged, a failing pass once per
+ * streak (and tried again at the next hour).
+ */
 export function startRetentionScheduler(options: RetentionSchedulerOptions): RetentionScheduler {
   const { logger } = options;
-  const now = options.now ?? (() => new Date());
-  const runner = options.runner ?? runEverywhere;
-  const pauseMs = options.pauseMs ?? DEFAULT_PAUSE_MS;
   let running: Promise<PurgeReport | undefined> | undefined;
   let closed = false;
   let failures = 0;
   let warnedVacuum = false;
 
   const pass = async (): Promise<PurgeReport | undefined> => {
-    const report = await runner.run(RETENTION_JOB, () =>
-      purgeOnce({
-        repo: options.repo,
-        policy: options.policy,
-        now: now(),
-        batchSize: options.batchSize ?? DEFAULT_BATCH_SIZE,
-        pause: () => sleep(pauseMs),
-        vacuumPages: options.vacuumPages ?? DEFAULT_VACUUM_PAGES,
-        stopped: () => closed,
-      }),
-    );
+    const report = await options.pass();
     if (report === undefined) return undefined;
     const deleted = report.requestLogs + report.anomalies + report.events + report.rollups;
     if (deleted > 0) {
@@ -80,6 +59,7 @@ export function startRetentionScheduler(options: RetentionSchedulerOptions): Ret
   };
 
   const runNow = (): Promise<PurgeReport | undefined> => {
+    if (closed) return Promise.reject(new Error('retention stopped'));
     running ??= pass().finally(() => (running = undefined));
     return running;
   };
@@ -89,8 +69,8 @@ export function startRetentionScheduler(options: RetentionSchedulerOptions): Ret
     runNow().then(
       () => (failures = 0),
       (err: unknown) => {
-        if (failures++ === 0)
-          logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'retention pass failed');
+        // The name and code only: a lower layer's message may quote a connection string.
+        if (failures++ === 0) logger.warn({ err: errorSummary(err) }, 'retention pass failed');
       },
     );
   };

@@ -1,4 +1,3 @@
-import { existsSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { KekError } from './kek-error.js';
 import {
@@ -10,6 +9,7 @@ import {
   type Pkcs11ThreadData,
   type ToHsm,
 } from './pkcs11-protocol.js';
+import { compiledThread } from '../server/compiled-thread.js';
 import { VaultError, type KeyEncryptionKey } from './vault.js';
 
 /**
@@ -58,7 +58,9 @@ export async function openPkcs11Kek(options: Pkcs11Options): Promise<Pkcs11Kek> 
     create: options.create,
   };
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const worker = new Worker(threadFile(), { workerData: data });
+  const worker = new Worker(compiledThread(import.meta.url, 'vault/pkcs11-thread.js', 'the PKCS#11 KEK'), {
+    workerData: data,
+  });
   const pending = new Map<number, { resolve: (m: FromHsm) => void; timer: NodeJS.Timeout }>();
   let nextId = 1;
   let exited = false;
@@ -182,13 +184,4 @@ export async function openPkcs11Kek(options: Pkcs11Options): Promise<Pkcs11Kek> 
 function settingError(setting: Pkcs11Setting, message: string): KekError {
   const env = `TOKENPROXY_${setting.toUpperCase()}`;
   return new KekError(setting, `Setting "${setting}" (${env}): ${message}.`);
-}
-
-/** The compiled thread beside this module, or (running from TypeScript sources in tests) in dist/. */
-function threadFile(): URL {
-  const beside = new URL('./pkcs11-thread.js', import.meta.url);
-  if (existsSync(beside)) return beside;
-  const built = new URL('../../dist/vault/pkcs11-thread.js', import.meta.url);
-  if (existsSync(built)) return built;
-  throw new Error('the PKCS#11 KEK: dist/vault/pkcs11-thread.js is missing; run `npm run build`');
 }
