@@ -120,6 +120,20 @@ export function dropResponseHeader(lowerName: string, hasBody: boolean): boolean
   return DROP_RESPONSE.has(lowerName) || lowerName.startsWith('proxy-');
 }
 
+/** The key's forms as text (KeyPatterns), and the length of the shortest, for header values. */
+export interface HeaderSecrets {
+  readonly shortest: number;
+  readonly texts: readonly string[];
+}
+
+/**
+ * A value shorter than every form cannot hold one: most headers (`date`, `content-type`…), so the
+ * forms' strings are only made when a provider sends a value long enough.
+ */
+function redactHeader(value: string, secrets: HeaderSecrets): string {
+  return value.length < secrets.shortest ? value : redactText(value, secrets.texts);
+}
+
 /**
  * The provider's response headers as relayed (flat `[name, value, …]`): without DROP_RESPONSE, with
  * every secret form redacted, `Vary` extended by `Origin`, then our request id, the token's
@@ -128,7 +142,7 @@ export function dropResponseHeader(lowerName: string, hasBody: boolean): boolean
 export function relayedHeaders(
   upstream: Record<string, string | string[] | undefined>,
   hasBody: boolean,
-  secrets: readonly string[],
+  secrets: HeaderSecrets,
   origin: string | undefined,
   requestId: string,
   limitHeaders: readonly string[] | null,
@@ -142,12 +156,12 @@ export function relayedHeaders(
     if (typeof value === 'string') {
       if (name === 'vary' && origin !== undefined) {
         vary = true;
-        out.push(name, `${redactText(value, secrets)}, Origin`);
+        out.push(name, `${redactHeader(value, secrets)}, Origin`);
       } else {
-        out.push(name, redactText(value, secrets));
+        out.push(name, redactHeader(value, secrets));
       }
     } else {
-      for (const item of value) out.push(name, redactText(item, secrets));
+      for (const item of value) out.push(name, redactHeader(item, secrets));
     }
   }
   out.push('x-tokenproxy-request-id', requestId);

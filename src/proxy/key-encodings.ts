@@ -21,6 +21,8 @@ export class KeyPatterns {
   readonly #storage: Buffer;
   /** Longest form length − 1: the most bytes a stream ever holds back. */
   readonly maxHold: number;
+  /** The shortest form's length: shorter text cannot hold any form. */
+  readonly shortest: number;
 
   constructor(key: Buffer) {
     if (key.length === 0) throw new RangeError('cannot redact an empty key');
@@ -28,6 +30,7 @@ export class KeyPatterns {
     this.#storage = forms.storage;
     this.patterns = forms.done();
     this.maxHold = (this.patterns[0] as Buffer).length - 1;
+    this.shortest = (this.patterns[this.patterns.length - 1] as Buffer).length;
   }
 
   get texts(): readonly string[] {
@@ -50,6 +53,18 @@ export class KeyPatterns {
  */
 export function keyForms(key: Buffer): Buffer[] {
   return new FormWriter(key).done().map((form) => Buffer.from(form));
+}
+
+/**
+ * One zeroed scratch buffer for the base64 alignments, reused by every request: a fresh
+ * `Buffer.alloc` per request was an ArrayBuffer of its own for the scavenger to free. It holds key
+ * bytes only inside one synchronous constructor call and is zeroed again before it returns.
+ */
+let pad = Buffer.alloc(512);
+
+function padFor(size: number): Buffer {
+  if (pad.length < size) pad = Buffer.alloc(size);
+  return pad;
 }
 
 /** Writes the forms one after the other into one Buffer sized for the largest possible set. */
@@ -78,11 +93,11 @@ class FormWriter {
     // Pooled for small sizes: the pool's other users never see this slice, and wipe zeroes it.
     this.storage = Buffer.allocUnsafe(size);
     this.#add(key);
-    const padded = Buffer.alloc(n + 4);
+    const padded = padFor(n + 4);
     for (let offset = 0; offset < 3; offset++) {
       key.copy(padded, offset);
       const encoded = padded.toString('base64', 0, offset + n + 2);
-      padded.fill(0);
+      padded.fill(0, 0, offset + n);
       // Only the characters fully determined by the key's bits at this alignment.
       const first = Math.ceil((8 * offset) / 6);
       const end = Math.floor((8 * (offset + n)) / 6);

@@ -132,7 +132,7 @@ export class Relay implements Dispatcher.DispatchHandler {
     const out = relayedHeaders(
       upstreamHeaders,
       hasBody,
-      (this.#patterns as KeyPatterns).texts,
+      this.#patterns as KeyPatterns,
       ex.originHeader,
       ex.requestId,
       ex.limitHeaders,

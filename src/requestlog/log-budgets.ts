@@ -34,5 +34,10 @@ export const LOG_BUDGETS: LogBudgets = {
  * every string be two-byte), one batch being stored and one message being read. Four times the
  * estimated budgets leaves room for all of it; running out would cost the records that are not kept
  * until stored. The young generation is what V8 grows to tens of MB by default.
+ *
+ * Under `serve` the young-generation limit does not hold: V8 lets the process's
+ * `--max-semi-space-size` (set for the proxy's thread, src/server/v8-tuning.ts) override a worker's
+ * `resourceLimits`, so the worker's semi-spaces are 8 MB like the main thread's (measured on Node 24;
+ * no per-isolate setting exists). `serve` sets no old-generation flag, so that limit holds.
  */
 export const WORKER_HEAP_LIMITS = { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 96 } as const;

@@ -72,8 +72,11 @@ const COLON = 0x3a;
 const BACKSLASH = 0x5c;
 
 export class UsageScanner {
-  /** Values per Field; -1 = not seen. */
-  readonly #values = new Float64Array(Field.Count).fill(-1);
+  /**
+   * Values per Field; -1 = not seen. A plain array: a Float64Array of 9 is over V8's 64-byte limit
+   * for typed arrays on the heap, so each request would cost an ArrayBuffer the scavenger must free.
+   */
+  readonly #values: number[] = new Array<number>(Field.Count).fill(-1);
   #model: string | null = null;
   #modelVersion: string | null = null;
   /** The last bytes of what came before, for a key split across chunks. */

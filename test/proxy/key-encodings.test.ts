@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { relayedHeaders } from '../../src/proxy/headers.js';
 import { KeyPatterns, keyForms } from '../../src/proxy/key-encodings.js';
 import { StreamRedactor, redactText } from '../../src/proxy/redact.js';
 
@@ -124,6 +125,14 @@ describe('KeyPatterns', () => {
     for (const [name, encode] of ECHOES) {
       expect(redactText(`x ${encode(KEY)} y`, patterns.texts), name).toContain('[REDACTED]');
     }
+  });
+
+  it('shortest is the shortest form: a header value shorter than it is relayed without a scan', () => {
+    const patterns = new KeyPatterns(Buffer.from(KEY));
+    expect(patterns.shortest).toBe(Math.min(...patterns.patterns.map((p) => p.length)));
+    // A header that is exactly the shortest form is still redacted; a shorter one is passed as is.
+    const out = relayedHeaders({ 'x-echo': KEY, 'x-short': 'abc' }, true, patterns, undefined, 'req_1', null);
+    expect(out.slice(0, 4)).toEqual(['x-echo', '[REDACTED]', 'x-short', 'abc']);
   });
 
   it('wipes every form', () => {
