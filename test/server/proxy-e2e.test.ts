@@ -139,11 +139,16 @@ describe('the real binary end to end: a proxied request is forwarded, logged, co
       }),
     ]);
 
-    // Only the forwarded request counts toward the token and the account.
-    const got = (await api('GET', `/v1/tokens/${tokenId}`)).body;
-    expect(got.request_count).toBe(1);
-    expect(got.last_used_at).toEqual(expect.any(String));
-    expect(((await api('GET', '/v1/account')).body.usage as Record<string, number>).requests).toBe(1);
+    // Only the forwarded request counts toward the token and the account. The counts are written as
+    // batches of their own, apart from the log rows: wait until they land, then for nothing more.
+    const counted = async () => {
+      const got = (await api('GET', `/v1/tokens/${tokenId}`)).body;
+      const account = (await api('GET', '/v1/account')).body.usage as Record<string, number>;
+      return { token: got.request_count, used: typeof got.last_used_at, account: account.requests };
+    };
+    await expect.poll(counted, { timeout: 5_000 }).toEqual({ token: 1, used: 'string', account: 1 });
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await counted()).toEqual({ token: 1, used: 'string', account: 1 });
 
     // --log-requests printed the same records as JSON lines with the specification's fields.
     const lines = server
