@@ -6,6 +6,11 @@ import { randomBytes } from 'node:crypto';
 import pkcs11js from 'pkcs11js';
 import { SettingError } from './pkcs11-errors.js';
 import { nextKeyLabel, pkcs11Fingerprint, type Pkcs11ThreadData } from './pkcs11-protocol.js';
+import { pause } from './pkcs11-session.js';
+
+/** A KEK looked up by CKA_ID is searched for this many times, this far apart, before it is called gone. */
+const FIND_TRIES = 3;
+const FIND_PAUSE_MS = 5;
 
 export interface HsmKeys {
   /**
@@ -96,10 +101,16 @@ export function createHsmKeys(lib: pkcs11js.PKCS11, data: Pkcs11ThreadData): Hsm
     const entry = keys.get(kekId);
     if (entry === undefined) throw new Error(`KEK ${kekId} is not loaded in this process`);
     if (entry.handle === undefined) {
-      const [found] = findKeys(s, [
-        { type: pkcs11js.CKA_CLASS, value: pkcs11js.CKO_SECRET_KEY },
-        { type: pkcs11js.CKA_ID, value: entry.ckaId },
-      ]);
+      let found: Buffer | undefined;
+      // SoftHSM2 leaves an object out of a search while another process rewrites it (a rotation
+      // relabelling the key): missing once is not gone.
+      for (let tries = 0; found === undefined && tries < FIND_TRIES; tries++) {
+        if (tries > 0) pause(FIND_PAUSE_MS);
+        [found] = findKeys(s, [
+          { type: pkcs11js.CKA_CLASS, value: pkcs11js.CKO_SECRET_KEY },
+          { type: pkcs11js.CKA_ID, value: entry.ckaId },
+        ]);
+      }
       if (found === undefined) throw new Error(`the HSM no longer holds KEK ${kekId}`);
       entry.handle = found;
     }

@@ -89,3 +89,8 @@ export function createHsmSession(data: Pkcs11ThreadData): HsmSession {
 
   return { lib, open, reopen };
 }
+
+/** Blocks the HSM thread (never the event loop): a short pause before trying the HSM again. */
+export function pause(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}

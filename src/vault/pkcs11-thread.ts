@@ -6,11 +6,11 @@
  * Started by pkcs11-kek.ts, never imported.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { createHsmCrypto } from './pkcs11-crypto.js';
+import { createHsmCrypto, isObjectGlitch } from './pkcs11-crypto.js';
 import { pkcs11Code, SettingError } from './pkcs11-errors.js';
 import { createHsmKeys } from './pkcs11-keys.js';
 import type { FromHsm, HsmReady, Pkcs11ThreadData, ToHsm } from './pkcs11-protocol.js';
-import { createHsmSession } from './pkcs11-session.js';
+import { createHsmSession, pause } from './pkcs11-session.js';
 
 const data = workerData as Pkcs11ThreadData;
 const port = parentPort;
@@ -56,20 +56,24 @@ function run(s: Buffer, message: ToHsm): Buffer | null {
   }
 }
 
-/** Blocks this thread (never the event loop): a short pause before trying the HSM again. */
-function pause(ms: number): void {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-}
+/**
+ * Pauses before each retry of an object glitch on the same session: ~300 ms in all, longer than
+ * SoftHSM2 takes to rewrite an object file, however often another process does it.
+ */
+const GLITCH_PAUSES_MS = [2, 5, 10, 20, 40, 60, 80, 80];
 
 /**
- * Runs one request. A failure of a session that had worked is retried on a reopened library, a few
- * times over ~100 ms: another process changing the token (a `kek rotate` destroying or relabelling
- * a key) can make one read fail. Only a reopen that fails marks the HSM down, and then requests fail
- * at once until REOPEN_EVERY_MS has passed, however many wait.
+ * Runs one request. A failure of a session that had worked is retried: an object glitch on the same
+ * session, up to GLITCH_PAUSES_MS.length times (a reopen would look the key up again just as its
+ * object may be unreadable); any other failure, or glitches past that, twice more over ~100 ms on a
+ * reopened library. Another process changing the token (a `kek rotate` destroying or relabelling a
+ * key) can make reads fail for a moment. Only a reopen that fails marks the HSM down, and then
+ * requests fail at once until REOPEN_EVERY_MS has passed, however many wait.
  */
 function answer(message: ToHsm): FromHsm {
   let failure = 'HSM unavailable';
-  for (let attempt = 0; attempt < 3; attempt++) {
+  let glitches = 0;
+  for (let attempt = 0; attempt < 3; ) {
     if (session === undefined) {
       if (Date.now() - lastReopen < REOPEN_EVERY_MS) {
         return unavailable(message, 'the HSM failed moments ago; not retried yet');
@@ -84,9 +88,15 @@ function answer(message: ToHsm): FromHsm {
     try {
       return { id: message.id, ok: true, value: run(session, message) };
     } catch (err) {
-      session = undefined;
       failure = describe(err);
+      const pauseMs = isObjectGlitch(err) ? GLITCH_PAUSES_MS[glitches++] : undefined;
+      if (pauseMs !== undefined) {
+        pause(pauseMs);
+        continue;
+      }
+      session = undefined;
       if (attempt < 2) pause(attempt === 0 ? 10 : 90);
+      attempt++;
     }
   }
   return unavailable(message, failure);

@@ -107,3 +107,57 @@ export async function secretKeysOn(
     a.label.localeCompare(b.label),
   );
 }
+
+/**
+ * Changes the token from a process of its own for `ms`, as `kek rotate` does to a running server's
+ * token: creates a key object labelled `spareLabel` and destroys it, and sets the label of the key
+ * labelled `touchLabel` again (rewriting that object, as a promotion does), over and over.
+ * Resolves with the rounds.
+ */
+export async function churnToken(
+  hsm: SoftHsm,
+  tokenLabel: string,
+  pin: string,
+  churn: { spareLabel: string; touchLabel: string; ms: number },
+): Promise<number> {
+  const script = `
+    import pkcs11js from 'pkcs11js';
+    import crypto from 'node:crypto';
+    const lib = new pkcs11js.PKCS11();
+    lib.load(${JSON.stringify(SOFTHSM_MODULE)});
+    lib.C_Initialize();
+    const slot = lib.C_GetSlotList(true).find((s) => lib.C_GetTokenInfo(s).label.trim() === ${JSON.stringify(tokenLabel)});
+    const session = lib.C_OpenSession(slot, pkcs11js.CKF_SERIAL_SESSION | pkcs11js.CKF_RW_SESSION);
+    lib.C_Login(session, pkcs11js.CKU_USER, ${JSON.stringify(pin)});
+    const touchLabel = ${JSON.stringify(churn.touchLabel)};
+    lib.C_FindObjectsInit(session, [{ type: pkcs11js.CKA_LABEL, value: touchLabel }]);
+    const [touched] = lib.C_FindObjects(session, 1);
+    lib.C_FindObjectsFinal(session);
+    if (touched === undefined) throw new Error('no key labelled ' + touchLabel);
+    const touch = () => lib.C_SetAttributeValue(session, touched, [{ type: pkcs11js.CKA_LABEL, value: touchLabel }]);
+    const end = Date.now() + ${churn.ms};
+    let rounds = 0;
+    while (Date.now() < end) {
+      const spare = lib.C_GenerateKey(session, { mechanism: pkcs11js.CKM_AES_KEY_GEN }, [
+        { type: pkcs11js.CKA_CLASS, value: pkcs11js.CKO_SECRET_KEY },
+        { type: pkcs11js.CKA_KEY_TYPE, value: pkcs11js.CKK_AES },
+        { type: pkcs11js.CKA_VALUE_LEN, value: 32 },
+        { type: pkcs11js.CKA_TOKEN, value: true },
+        { type: pkcs11js.CKA_PRIVATE, value: true },
+        { type: pkcs11js.CKA_LABEL, value: ${JSON.stringify(churn.spareLabel)} },
+        { type: pkcs11js.CKA_ID, value: crypto.randomBytes(16) },
+      ]);
+      for (let i = 0; i < 3; i++) touch();
+      lib.C_DestroyObject(session, spare);
+      for (let i = 0; i < 3; i++) touch();
+      rounds++;
+    }
+    lib.C_Finalize();
+    process.stdout.write(String(rounds));
+  `;
+  const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], {
+    env: { ...process.env, SOFTHSM2_CONF: hsm.conf },
+    cwd: fileURLToPath(new URL('../..', import.meta.url)),
+  });
+  return Number(stdout);
+}
