@@ -55,11 +55,17 @@ export function startExpirySweeper(options: ExpirySweeperOptions): ExpirySweeper
     return total;
   }
 
+  async function sweepIfDue(): Promise<number> {
+    // Most sweeps find nothing: a read says so without the lease's and the update's write locks,
+    // which on SQLite the proxy's thread would wait for behind the request-log writer, stalling
+    // every request meanwhile (issue 17: the steady phase's stalls, docs/performance.md).
+    if (!(await options.store.tokens.anyDue(options.now().toISOString()))) return 0;
+    const result = await options.jobs.runExclusive(EXPIRY_SWEEP_JOB, sweepOnce);
+    return result.ran ? result.value : 0;
+  }
+
   function sweep(): Promise<number> {
-    running ??= options.jobs
-      .runExclusive(EXPIRY_SWEEP_JOB, sweepOnce)
-      .then((result) => (result.ran ? result.value : 0))
-      .finally(() => (running = undefined));
+    running ??= sweepIfDue().finally(() => (running = undefined));
     return running;
   }
 

@@ -124,6 +124,11 @@ export interface TokenRepo {
    * expiring at the same moment are skipped, so every token is expired (and announced) once.
    */
   expireDue(now: string, limit: number, emit: TokenEventBuilder): Promise<readonly TokenRecord[]>;
+  /**
+   * Whether any active token is past `expires_at` at `now`: a plain read, so a sweep with nothing to
+   * do takes no write lock (on SQLite, one the proxy's thread would wait for behind the log writer).
+   */
+  anyDue(now: string): Promise<boolean>;
   /** Changes the given fields of the account's token; undefined when there is no such token. */
   update(accountId: string, tokenId: string, patch: TokenPatch): Promise<TokenRecord | undefined>;
   /**
