@@ -118,7 +118,7 @@ export async function churnToken(
   hsm: SoftHsm,
   tokenLabel: string,
   pin: string,
-  churn: { spareLabel: string; touchLabel: string; ms: number },
+  churn: { spareLabel: string; touchLabel: string; ms: number; minRounds: number; maxMs: number },
 ): Promise<number> {
   const script = `
     import pkcs11js from 'pkcs11js';
@@ -135,9 +135,10 @@ export async function churnToken(
     lib.C_FindObjectsFinal(session);
     if (touched === undefined) throw new Error('no key labelled ' + touchLabel);
     const touch = () => lib.C_SetAttributeValue(session, touched, [{ type: pkcs11js.CKA_LABEL, value: touchLabel }]);
-    const end = Date.now() + ${churn.ms};
+    // At least ms and minRounds (a loaded machine churns slower), never past maxMs.
+    const start = Date.now();
     let rounds = 0;
-    while (Date.now() < end) {
+    while (Date.now() - start < ${churn.maxMs} && (Date.now() - start < ${churn.ms} || rounds < ${churn.minRounds})) {
       const spare = lib.C_GenerateKey(session, { mechanism: pkcs11js.CKM_AES_KEY_GEN }, [
         { type: pkcs11js.CKA_CLASS, value: pkcs11js.CKO_SECRET_KEY },
         { type: pkcs11js.CKA_KEY_TYPE, value: pkcs11js.CKK_AES },
