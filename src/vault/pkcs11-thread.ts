@@ -73,7 +73,8 @@ const GLITCH_PAUSES_MS = [2, 5, 10, 20, 40, 60, 80, 80];
 function answer(message: ToHsm): FromHsm {
   let failure = 'HSM unavailable';
   let glitches = 0;
-  for (let attempt = 0; attempt < 3; ) {
+  let attempt = 0;
+  while (attempt < 3) {
     if (session === undefined) {
       if (Date.now() - lastReopen < REOPEN_EVERY_MS) {
         return unavailable(message, 'the HSM failed moments ago; not retried yet');
