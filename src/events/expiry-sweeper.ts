@@ -56,9 +56,10 @@ export function startExpirySweeper(options: ExpirySweeperOptions): ExpirySweeper
   }
 
   async function sweepIfDue(): Promise<number> {
-    // Most sweeps find nothing: a read says so without the lease's and the update's write locks,
-    // which on SQLite the proxy's thread would wait for behind the request-log writer, stalling
-    // every request meanwhile (issue 17: the steady phase's stalls, docs/performance.md).
+    // Most sweeps find nothing: a read says so without the lease's and the update's write locks.
+    // On SQLite the proxy's thread waits for those synchronously (busy_timeout, up to 5 s) while
+    // another connection writes (the log writer, a retention pass, a CLI command on the same file),
+    // and every request waits with it (docs/performance.md, issue 17 round seven).
     if (!(await options.store.tokens.anyDue(options.now().toISOString()))) return 0;
     const result = await options.jobs.runExclusive(EXPIRY_SWEEP_JOB, sweepOnce);
     return result.ran ? result.value : 0;

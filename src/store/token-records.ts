@@ -126,7 +126,8 @@ export interface TokenRepo {
   expireDue(now: string, limit: number, emit: TokenEventBuilder): Promise<readonly TokenRecord[]>;
   /**
    * Whether any active token is past `expires_at` at `now`: a plain read, so a sweep with nothing to
-   * do takes no write lock (on SQLite, one the proxy's thread would wait for behind the log writer).
+   * do takes no write lock (on SQLite, one the proxy's thread would wait for while another
+   * connection writes).
    */
   anyDue(now: string): Promise<boolean>;
   /** Changes the given fields of the account's token; undefined when there is no such token. */

@@ -11,9 +11,9 @@ import { at, createToken, newAccount } from '../store/helpers.js';
 
 /**
  * The expiry sweep runs on the proxy's thread every `expiry_sweep_interval`. A sweep with nothing to
- * do must take no write lock: on SQLite it would wait, blocking that thread, behind the request-log
- * writer's transactions (issue 17's stalls). Held here by another connection instead, which keeps
- * writers out and lets readers in on both databases.
+ * do must take no write lock: on SQLite it would wait, blocking that thread, while another connection
+ * writes (the request-log writer, a retention pass, a CLI command). Held here by another connection,
+ * which keeps writers out and lets readers in on both databases.
  */
 
 /** Another connection keeps every writer out of `tokens` and `job_leases` until `release()`. */
