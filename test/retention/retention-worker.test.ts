@@ -131,9 +131,15 @@ describe('retention worker against a database it cannot reach', () => {
       logger,
       { firstDelayMs: 10, intervalMs: 100 },
     );
+    const before = workers.started;
     try {
       await expect(retention.runNow()).rejects.toThrow(/127\.0\.0\.1:1|ECONNREFUSED|refused/);
-      await new Promise((r) => setTimeout(r, 600));
+      // Counted by the threads started (one per pass, one pass at a time): once a fourth has started,
+      // the schedule's first two failed passes have ended and been reported. A fixed wait was too
+      // short on a loaded CI machine, where starting a pass's thread alone can take half a second.
+      await expect
+        .poll(() => workers.started - before, { timeout: 20_000, interval: 20 })
+        .toBeGreaterThanOrEqual(4);
       const failed = lines.filter((l) => l.includes('retention pass failed'));
       expect(failed).toHaveLength(1);
       // The log line names the error, never its message (which may quote a connection string).
