@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { errorSummary } from '../errors/summary.js';
 import { relog } from '../requestlog/log-worker.js';
 import { compiledThread } from '../server/compiled-thread.js';
+import { settlesWithin } from '../server/settles-within.js';
 import type { PurgeReport } from './purge.js';
 import type { FromRetentionThread, RetentionThreadData, ToRetentionThread } from './retention-protocol.js';
 import { startRetentionScheduler } from './scheduler.js';
@@ -87,9 +88,11 @@ export function startRetentionWorker(
       closing ??= (async () => {
         const worker = current;
         worker?.postMessage({ t: 'stop' } satisfies ToRetentionThread);
-        const timer = worker && setTimeout(() => void worker.terminate(), STOP_TIMEOUT_MS);
-        await scheduler.close();
-        clearTimeout(timer);
+        const stopped = scheduler.close();
+        if (!(await settlesWithin(stopped, STOP_TIMEOUT_MS))) {
+          await worker?.terminate();
+          await stopped;
+        }
       })();
       return closing;
     },
