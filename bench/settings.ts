@@ -31,7 +31,7 @@ export interface Settings {
   readonly streamsPerRound: number;
   readonly heldStreams: number;
   readonly bigTokenCount: number;
-  /** The steady phase: closed-loop requests first, then seconds at 1,000 req/s. */
+  /** The steady phase: closed-loop requests first, then seconds at each of `rates` (1,000 first). */
   readonly steadyPreloadRequests: number;
   readonly steadyS: number;
   /** Pin tokenproxy and the references to CPU 0, the rest to CPU 1 (default; `--no-pin`: let the OS place them). */
