@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import type { AddressInfo, Server } from 'node:net';
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
-import { applyServeV8Flags, restartWithServeHeap } from '../src/server/v8-tuning.js';
+import { applyServeV8Flags, restartWithServeFlags } from '../src/server/v8-tuning.js';
 
 export interface ReferenceSetup {
   /** The listener's certificate and key (PEM). */
@@ -22,7 +22,7 @@ export interface ReferenceSetup {
 
 /** Restarts with serve's heap size, applies the V8 flags and reads the command line; exits with a usage line when it is incomplete. */
 export function referenceSetup(script: string): ReferenceSetup {
-  restartWithServeHeap();
+  restartWithServeFlags();
   applyServeV8Flags();
   // An orderly exit on the driver's SIGTERM, so that a `--cpu-prof` profile gets written.
   process.once('SIGTERM', () => process.exit(0));

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { setFlagsFromString } from 'node:v8';
 
 /**
@@ -30,24 +31,54 @@ export const SEMI_SPACE_FLAG = '--max-semi-space-size';
 export const SERVE_SEMI_SPACE_MB = 8;
 
 /**
- * Whether the process must be started again to get SERVE_SEMI_SPACE_MB: not when the operator chose
- * a size (on node's command line or in NODE_OPTIONS), which always wins.
+ * How many helper threads V8 gets (concurrent marking, parallel scavenging, background compiling):
+ * Node starts 4 whatever the machine. Where the process has few CPUs, they took them from the thread
+ * serving requests: on one CPU each helper got a full scheduler slice (~4 ms) while requests waited,
+ * 12-24 ms stalls in issue 17's steady state (docs/performance.md, round eight). One CPU is left to
+ * that thread: CPUs − 1 helpers, at least 1 (0 would mean "Node's choice"), at most Node's 4.
  */
-export function needsSemiSpaceRestart(execArgv: readonly string[], nodeOptions: string | undefined): boolean {
-  const chosen = (arg: string): boolean => arg === SEMI_SPACE_FLAG || arg.startsWith(`${SEMI_SPACE_FLAG}=`);
-  if (execArgv.some(chosen)) return false;
-  return !(nodeOptions ?? '').split(/\s+/).some(chosen);
+export const POOL_SIZE_FLAG = '--v8-pool-size';
+export const MAX_POOL_SIZE = 4;
+
+export function servePoolSize(cpus: number): number {
+  return Math.min(MAX_POOL_SIZE, Math.max(1, Math.floor(cpus) - 1));
 }
 
 /**
- * Replaces this process by the same command with the young-generation flag (`process.execve`: same
+ * The flags `serve` must restart with: each of its start-time flags that the operator did not choose
+ * (on node's command line or in NODE_OPTIONS, which always win). Empty: no restart. `cpus` is what
+ * the process may run on (`os.availableParallelism()`, which honours `taskset` and cpusets).
+ */
+export function serveRestartFlags(
+  execArgv: readonly string[],
+  nodeOptions: string | undefined,
+  cpus: number,
+): string[] {
+  const options = (nodeOptions ?? '').split(/\s+/);
+  const chosen = (flag: string): boolean => {
+    const is = (arg: string): boolean => arg === flag || arg.startsWith(`${flag}=`);
+    return execArgv.some(is) || options.some(is);
+  };
+  const flags: string[] = [];
+  if (!chosen(SEMI_SPACE_FLAG)) flags.push(`${SEMI_SPACE_FLAG}=${SERVE_SEMI_SPACE_MB}`);
+  if (!chosen(POOL_SIZE_FLAG)) flags.push(`${POOL_SIZE_FLAG}=${servePoolSize(cpus)}`);
+  return flags;
+}
+
+/**
+ * Replaces this process by the same command with serve's start-time flags (`process.execve`: same
  * pid, same open stdio, same CPU affinity, so supervisors and `taskset` see no difference). Returns
  * only when no restart is needed or the platform cannot do it (no `execve` on Windows): the server
- * then runs with V8's default size.
+ * then runs with Node's defaults.
  */
-export function restartWithServeHeap(): void {
-  if (!needsSemiSpaceRestart(process.execArgv, process.env.NODE_OPTIONS)) return;
+export function restartWithServeFlags(): void {
+  const flags = serveRestartFlags(process.execArgv, process.env.NODE_OPTIONS, availableParallelism());
+  if (flags.length === 0) return;
   if (process.execve === undefined || process.platform === 'win32') return;
-  const flag = `${SEMI_SPACE_FLAG}=${SERVE_SEMI_SPACE_MB}`;
-  process.execve(process.execPath, [process.execPath, flag, ...process.execArgv, ...process.argv.slice(1)]);
+  process.execve(process.execPath, [
+    process.execPath,
+    ...flags,
+    ...process.execArgv,
+    ...process.argv.slice(1),
+  ]);
 }

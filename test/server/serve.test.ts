@@ -1,10 +1,11 @@
 import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { connect } from 'node:tls';
-import os from 'node:os';
+import os, { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli, startServe, type ServerProcess } from '../support/cli.js';
+import { servePoolSize } from '../../src/server/v8-tuning.js';
+import { BIN, runCli, startServe, threadsOf, type ServerProcess } from '../support/cli.js';
 
 const API_KEY_RE = /svc_sk_[1-9A-HJ-NP-Za-km-z]{43}/;
 
@@ -73,11 +74,16 @@ describe('tokenproxy serve (the real binary, embedded defaults)', () => {
     }
   });
 
-  it('runs with the 8 MB semi-space, replacing its own process (same pid) before it listens', async () => {
+  it('runs with the 8 MB semi-space and CPUs − 1 V8 helper threads, replacing its own process (same pid)', async () => {
     // Linux only, as the bench and CI are: /proc shows the command line the process now runs.
-    const cmdline = (await readFile(`/proc/${server.child.pid}/cmdline`, 'utf8')).split('\0');
+    const pid = server.child.pid as number;
+    const cmdline = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0');
+    const pool = servePoolSize(availableParallelism());
     expect(cmdline).toContain('--max-semi-space-size=8');
+    expect(cmdline).toContain(`--v8-pool-size=${pool}`);
     expect(cmdline).toContain('serve');
+    // Node's default is 4 helpers whatever the machine: on CI's 2 CPUs this is 1.
+    expect((await threadsOf(pid)).filter((t) => t.name === 'V8Worker')).toHaveLength(pool);
   });
 
   it('refuses TLS 1.2 clients on both listeners', async () => {
@@ -151,18 +157,28 @@ describe('tokenproxy serve: restarts, refusals and shutdown', () => {
     }
   });
 
-  it("keeps the operator's own semi-space size (NODE_OPTIONS) and does not restart", async () => {
-    const dir = await tempDir();
-    const own = await startServe(['--data-dir', dir], { NODE_OPTIONS: '--max-semi-space-size=4' });
-    try {
-      const cmdline = (await readFile(`/proc/${own.child.pid}/cmdline`, 'utf8')).split('\0');
-      expect(cmdline.some((arg) => arg.startsWith('--max-semi-space-size'))).toBe(false);
-      expect(await own.stop()).toBe(0);
-    } finally {
-      await own.stop();
-      await rm(dir, { recursive: true, force: true });
-    }
-  });
+  it.each([
+    {
+      options: '--max-semi-space-size=4',
+      restartedWith: [`--v8-pool-size=${servePoolSize(availableParallelism())}`],
+    },
+    { options: '--max-semi-space-size=4 --v8-pool-size=2', restartedWith: [] },
+  ])(
+    "keeps the operator's own flags (NODE_OPTIONS $options), adding only the others",
+    async ({ options, restartedWith }) => {
+      const dir = await tempDir();
+      const own = await startServe(['--data-dir', dir], { NODE_OPTIONS: options });
+      try {
+        const cmdline = (await readFile(`/proc/${own.child.pid}/cmdline`, 'utf8')).split('\0');
+        // node's own flags: between the executable and the script.
+        expect(cmdline.slice(1, cmdline.indexOf(BIN))).toEqual(restartedWith);
+        expect(await own.stop()).toBe(0);
+      } finally {
+        await own.stop();
+        await rm(dir, { recursive: true, force: true });
+      }
+    },
+  );
 
   it('refuses to start when master.key is readable by others, naming the file and the fix', async () => {
     const dataDir = await tempDir();

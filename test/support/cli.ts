@@ -1,4 +1,5 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { readdir, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 
 export const BIN = fileURLToPath(new URL('../../bin/tokenproxy', import.meta.url));
@@ -85,6 +86,29 @@ export function startServe(
       }
     });
   });
+}
+
+/** A thread of a running process (Linux /proc): its id, name and nice value. */
+export interface ThreadInfo {
+  readonly tid: number;
+  readonly name: string;
+  readonly nice: number;
+}
+
+export async function threadsOf(pid: number): Promise<ThreadInfo[]> {
+  const out: ThreadInfo[] = [];
+  for (const tid of await readdir(`/proc/${pid}/task`)) {
+    try {
+      const stat = await readFile(`/proc/${pid}/task/${tid}/stat`, 'latin1');
+      // "tid (name) state ppid …": the name may hold spaces and parentheses, so split after the last ')'.
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const name = (await readFile(`/proc/${pid}/task/${tid}/comm`, 'latin1')).trim();
+      out.push({ tid: Number(tid), name, nice: Number(fields[16]) });
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return out;
 }
 
 /** The test runner's environment minus anything tokenproxy would read, plus the given values. */
