@@ -1,8 +1,8 @@
 /**
  * What the bench's two reference servers (forwarder.ts, relay.ts) share: the same command line,
- * `tokenproxy serve`'s V8 flags and young-generation size so that only the code differs from
- * tokenproxy, one TLS context for every upstream connection (as src/proxy/upstream.ts builds it), and
- * the `{"port":N}` line the driver waits for.
+ * `tokenproxy serve`'s V8 flags, young-generation size and helper pool so that only the code
+ * differs from tokenproxy, one TLS context for every upstream connection (as src/proxy/upstream.ts
+ * builds it), and the `{"port":N}` line the driver waits for.
  *
  * Usage of either: node <script> <cert.pem> <key.pem> <upstream CA.pem> <upstream port>.
  */
@@ -20,7 +20,7 @@ export interface ReferenceSetup {
   readonly upstreamPort: number;
 }
 
-/** Restarts with serve's heap size, applies the V8 flags and reads the command line; exits with a usage line when it is incomplete. */
+/** Restarts with serve's start-time flags, applies the V8 flags and reads the command line; exits with a usage line when it is incomplete. */
 export function referenceSetup(script: string): ReferenceSetup {
   restartWithServeFlags();
   applyServeV8Flags();
