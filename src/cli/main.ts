@@ -137,7 +137,7 @@ async function serve(opts: Record<string, unknown>, io: CliIo): Promise<number> 
   const config = configFrom(opts, io);
   const tuning = await import('../server/v8-tuning.js');
   // Before anything is opened or listened on: the process may be replaced (same pid).
-  tuning.restartWithServeFlags();
+  tuning.restartWithServeFlags(config.workers);
   tuning.applyServeV8Flags();
   const [{ createLogger }, { startServer }] = await Promise.all([
     import('../observability/logger.js'),

@@ -34,25 +34,29 @@ export const SERVE_SEMI_SPACE_MB = 8;
  * How many helper threads V8 gets (concurrent marking, parallel scavenging, background compiling):
  * Node starts 4 whatever the machine. Where the process has few CPUs, they took them from the thread
  * serving requests: on one CPU each helper got a full scheduler slice (~4 ms) while requests waited,
- * 12-24 ms stalls in issue 17's steady state (docs/performance.md, round eight). One CPU is left to
- * that thread: CPUs − 1 helpers, at least 1 (0 would mean "Node's choice"), at most Node's 4.
+ * 12-24 ms stalls in issue 17's steady state (docs/performance.md, round eight). Each serving process
+ * (`workers` of them share the CPUs) leaves one of its share to that thread: share − 1 helpers, at
+ * least 1 (0 would mean "Node's choice"), at most Node's 4.
  */
 export const POOL_SIZE_FLAG = '--v8-pool-size';
 export const MAX_POOL_SIZE = 4;
 
-export function servePoolSize(cpus: number): number {
-  return Math.min(MAX_POOL_SIZE, Math.max(1, Math.floor(cpus) - 1));
+export function servePoolSize(cpus: number, workers = 1): number {
+  const share = Math.floor(cpus / Math.max(1, workers));
+  return Math.min(MAX_POOL_SIZE, Math.max(1, share - 1));
 }
 
 /**
  * The flags `serve` must restart with: each of its start-time flags that the operator did not choose
  * (on node's command line or in NODE_OPTIONS, which always win). Empty: no restart. `cpus` is what
- * the process may run on (`os.availableParallelism()`, which honours `taskset` and cpusets).
+ * the process may run on (`os.availableParallelism()`, which honours `taskset` and cpusets); `--workers`
+ * children inherit the primary's flags.
  */
 export function serveRestartFlags(
   execArgv: readonly string[],
   nodeOptions: string | undefined,
   cpus: number,
+  workers = 1,
 ): string[] {
   const options = (nodeOptions ?? '').split(/\s+/);
   const chosen = (flag: string): boolean => {
@@ -61,7 +65,7 @@ export function serveRestartFlags(
   };
   const flags: string[] = [];
   if (!chosen(SEMI_SPACE_FLAG)) flags.push(`${SEMI_SPACE_FLAG}=${SERVE_SEMI_SPACE_MB}`);
-  if (!chosen(POOL_SIZE_FLAG)) flags.push(`${POOL_SIZE_FLAG}=${servePoolSize(cpus)}`);
+  if (!chosen(POOL_SIZE_FLAG)) flags.push(`${POOL_SIZE_FLAG}=${servePoolSize(cpus, workers)}`);
   return flags;
 }
 
@@ -71,8 +75,13 @@ export function serveRestartFlags(
  * only when no restart is needed or the platform cannot do it (no `execve` on Windows): the server
  * then runs with Node's defaults.
  */
-export function restartWithServeFlags(): void {
-  const flags = serveRestartFlags(process.execArgv, process.env.NODE_OPTIONS, availableParallelism());
+export function restartWithServeFlags(workers = 1): void {
+  const flags = serveRestartFlags(
+    process.execArgv,
+    process.env.NODE_OPTIONS,
+    availableParallelism(),
+    workers,
+  );
   if (flags.length === 0) return;
   if (process.execve === undefined || process.platform === 'win32') return;
   process.execve(process.execPath, [

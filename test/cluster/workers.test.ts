@@ -1,9 +1,10 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os, { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli, startServe, type ServerProcess } from '../support/cli.js';
+import { servePoolSize } from '../../src/server/v8-tuning.js';
+import { runCli, startServe, threadsOf, type ServerProcess } from '../support/cli.js';
 import {
   MOCK_CHAT_MODEL,
   mockStreamText,
@@ -182,6 +183,18 @@ describe('serve --workers 2 (the real binary)', () => {
     expect(forwarded(await metrics())).toBe(6);
     expect(text).not.toContain(REAL_KEY);
     expect(text).not.toContain(token);
+  });
+
+  it("each worker runs with the primary's start-time flags and its share of V8 helper threads", async () => {
+    const pool = servePoolSize(availableParallelism(), 2);
+    for (const pid of [primary, ...pids]) {
+      const cmdline = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0');
+      expect(cmdline).toContain(`--v8-pool-size=${pool}`);
+      expect(cmdline).toContain('--max-semi-space-size=8');
+    }
+    for (const pid of pids) {
+      expect((await threadsOf(pid)).filter((t) => t.name === 'V8Worker')).toHaveLength(pool);
+    }
   });
 
   it('a worker killed with -9 is replaced, and the service keeps answering meanwhile', async () => {

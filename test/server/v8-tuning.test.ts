@@ -50,22 +50,36 @@ describe('serveRestartFlags', () => {
       cpus: 3,
       want: ['--max-semi-space-size=8', '--v8-pool-size=2'],
     },
-  ])('$name → $want', ({ execArgv, nodeOptions, cpus, want }) => {
-    expect(serveRestartFlags(execArgv, nodeOptions, cpus)).toEqual(want);
+    {
+      name: '8 CPUs shared by 4 workers',
+      execArgv: [],
+      nodeOptions: undefined,
+      cpus: 8,
+      workers: 4,
+      want: ['--max-semi-space-size=8', '--v8-pool-size=1'],
+    },
+  ])('$name → $want', ({ execArgv, nodeOptions, cpus, workers, want }) => {
+    expect(serveRestartFlags(execArgv, nodeOptions, cpus, workers)).toEqual(want);
   });
 });
 
-// One CPU is left to the thread serving requests; never 0 (Node's "choose for me"), never above 4.
+// Each serving process leaves one CPU of its share to its own thread; never 0 (Node's "choose for
+// me"), never above Node's 4.
 describe('servePoolSize', () => {
   it.each([
-    [1, 1],
-    [2, 1],
-    [3, 2],
-    [4, 3],
-    [5, 4],
-    [64, 4],
-    [0, 1],
-  ])('%i CPUs → %i helper threads', (cpus, want) => {
-    expect(servePoolSize(cpus)).toBe(want);
+    [1, 1, 1],
+    [2, 1, 1],
+    [3, 1, 2],
+    [4, 1, 3],
+    [5, 1, 4],
+    [64, 1, 4],
+    [0, 1, 1],
+    [8, 2, 3],
+    [8, 4, 1],
+    [8, 8, 1],
+    [2, 4, 1],
+    [16, 3, 4],
+  ])('%i CPUs, %i workers → %i helper threads each', (cpus, workers, want) => {
+    expect(servePoolSize(cpus, workers)).toBe(want);
   });
 });
