@@ -111,6 +111,15 @@ export async function threadsOf(pid: number): Promise<ThreadInfo[]> {
   return out;
 }
 
+/**
+ * The V8 helper threads of a running process, by name: Node 24 names them `V8Worker`; Node 22 leaves
+ * them unnamed ("node", like its other threads), so there they cannot be told apart: undefined.
+ */
+export async function v8HelperThreads(pid: number): Promise<number | undefined> {
+  if (Number(process.versions.node.split('.')[0]) < 24) return undefined;
+  return (await threadsOf(pid)).filter((t) => t.name === 'V8Worker').length;
+}
+
 /** The test runner's environment minus anything tokenproxy would read, plus the given values. */
 function cleanEnv(extra: Record<string, string | undefined>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
