@@ -1,10 +1,10 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os, { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { servePoolSize } from '../../src/server/v8-tuning.js';
-import { runCli, startServe, v8HelperThreads, type ServerProcess } from '../support/cli.js';
+import { cmdlineOf, runCli, startServe, v8HelperThreads, type ServerProcess } from '../support/cli.js';
 import {
   MOCK_CHAT_MODEL,
   mockStreamText,
@@ -188,7 +188,7 @@ describe('serve --workers 2 (the real binary)', () => {
   it("each worker runs with the primary's start-time flags and its share of V8 helper threads", async () => {
     const pool = servePoolSize(availableParallelism(), 2);
     for (const pid of [primary, ...pids]) {
-      const cmdline = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0');
+      const cmdline = await cmdlineOf(pid);
       expect(cmdline).toContain(`--v8-pool-size=${pool}`);
       expect(cmdline).toContain('--max-semi-space-size=8');
     }

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { servePoolSize } from '../../src/server/v8-tuning.js';
-import { BIN, runCli, startServe, v8HelperThreads, type ServerProcess } from '../support/cli.js';
+import { BIN, cmdlineOf, runCli, startServe, v8HelperThreads, type ServerProcess } from '../support/cli.js';
 
 const API_KEY_RE = /svc_sk_[1-9A-HJ-NP-Za-km-z]{43}/;
 
@@ -77,7 +77,7 @@ describe('tokenproxy serve (the real binary, embedded defaults)', () => {
   it('runs with the 8 MB semi-space and CPUs − 1 V8 helper threads, replacing its own process (same pid)', async () => {
     // Linux only, as the bench and CI are: /proc shows the command line the process now runs.
     const pid = server.child.pid as number;
-    const cmdline = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0');
+    const cmdline = await cmdlineOf(pid);
     const pool = servePoolSize(availableParallelism());
     expect(cmdline).toContain('--max-semi-space-size=8');
     expect(cmdline).toContain(`--v8-pool-size=${pool}`);
@@ -171,7 +171,7 @@ describe('tokenproxy serve: restarts, refusals and shutdown', () => {
       const dir = await tempDir();
       const own = await startServe(['--data-dir', dir], { NODE_OPTIONS: options });
       try {
-        const cmdline = (await readFile(`/proc/${own.child.pid}/cmdline`, 'utf8')).split('\0');
+        const cmdline = await cmdlineOf(own.child.pid as number);
         // node's own flags: between the executable and the script.
         expect(cmdline.slice(1, cmdline.indexOf(BIN))).toEqual(restartedWith);
         expect(await own.stop()).toBe(0);

@@ -88,27 +88,22 @@ export function startServe(
   });
 }
 
-/** A thread of a running process (Linux /proc): its id, name and nice value. */
-export interface ThreadInfo {
-  readonly tid: number;
-  readonly name: string;
-  readonly nice: number;
+/** A running process's command line (Linux /proc), one argument per element. */
+export async function cmdlineOf(pid: number): Promise<string[]> {
+  return (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0');
 }
 
-export async function threadsOf(pid: number): Promise<ThreadInfo[]> {
-  const out: ThreadInfo[] = [];
+/** The names of a running process's threads (Linux /proc/<pid>/task/<tid>/comm). */
+export async function threadNames(pid: number): Promise<string[]> {
+  const names: string[] = [];
   for (const tid of await readdir(`/proc/${pid}/task`)) {
     try {
-      const stat = await readFile(`/proc/${pid}/task/${tid}/stat`, 'latin1');
-      // "tid (name) state ppid …": the name may hold spaces and parentheses, so split after the last ')'.
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const name = (await readFile(`/proc/${pid}/task/${tid}/comm`, 'latin1')).trim();
-      out.push({ tid: Number(tid), name, nice: Number(fields[16]) });
+      names.push((await readFile(`/proc/${pid}/task/${tid}/comm`, 'latin1')).trim());
     } catch {
       // The thread ended between the listing and the read.
     }
   }
-  return out;
+  return names;
 }
 
 /**
@@ -117,7 +112,7 @@ export async function threadsOf(pid: number): Promise<ThreadInfo[]> {
  */
 export async function v8HelperThreads(pid: number): Promise<number | undefined> {
   if (Number(process.versions.node.split('.')[0]) < 24) return undefined;
-  return (await threadsOf(pid)).filter((t) => t.name === 'V8Worker').length;
+  return (await threadNames(pid)).filter((name) => name === 'V8Worker').length;
 }
 
 /** The test runner's environment minus anything tokenproxy would read, plus the given values. */
