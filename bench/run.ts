@@ -14,7 +14,7 @@ import { ensureH2load } from './load/setup.js';
 import type { PhaseContext } from './phases/context.js';
 import { printProfileTop, readProfileDir, type ProfileDir } from './profile.js';
 import { printTable } from './report.js';
-import { ROOT, parseArgs } from './settings.js';
+import { OPEN_LOOP_RPS_PER_CONNECTION, ROOT, parseArgs } from './settings.js';
 import { round } from './stats.js';
 import { log, rssMb } from './util.js';
 import { execFileSync } from 'node:child_process';
@@ -182,7 +182,7 @@ async function main(): Promise<number> {
     );
     process.stdout.write(`pinning: ${pinning}\n`);
     process.stdout.write(
-      `load: h2load --h1 (TLS 1.3, keep-alive; the h2 rows: h2load h2, one stream per connection); open loop = paced by --rps, 25 req/s per connection\n\n`,
+      `load: h2load --h1 (TLS 1.3, keep-alive; the h2 rows: h2load h2, one stream per connection); open loop = paced by --rps, ${OPEN_LOOP_RPS_PER_CONNECTION} req/s per connection\n\n`,
     );
     printTable(b.table);
     for (const note of b.notes) process.stdout.write(`note: ${note}\n`);

@@ -73,6 +73,13 @@ export function parseArgs(argv: readonly string[]): Settings {
   };
 }
 
+/** Open-loop load paces each connection at 25 req/s (40 connections at 1,000 req/s). */
+export const OPEN_LOOP_RPS_PER_CONNECTION = 25;
+
+export function openLoopConnections(rate: number): number {
+  return Math.max(1, Math.round(rate / OPEN_LOOP_RPS_PER_CONNECTION));
+}
+
 /** `--name N`: N seconds (positive), or undefined when the option is absent. */
 function secondsArg(argv: readonly string[], name: string): number | undefined {
   const at = argv.indexOf(name);

@@ -1,5 +1,6 @@
 import { fmt, ppp, roundP } from '../report.js';
 import { difference, round } from '../stats.js';
+import { openLoopConnections } from '../settings.js';
 import type { PhaseContext } from './context.js';
 
 /** The `latency` phase (see docs/performance.md). */
@@ -7,7 +8,7 @@ export async function latencyPhase(ctx: PhaseContext): Promise<void> {
   const { s, b, direct, proxy, proxyH2, forwarder } = ctx;
   const out: Record<string, unknown> = {};
   for (const rate of s.rates) {
-    const connections = Math.max(1, Math.round(rate / 25));
+    const connections = openLoopConnections(rate);
     const r = await b.interleaved(`latency ${rate}/s`, [direct, proxy, proxyH2, forwarder], {
       rate,
       connections,

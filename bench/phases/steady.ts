@@ -2,6 +2,7 @@ import { gcSummary } from '../gc.js';
 import { fmt } from '../report.js';
 import type { Scenario } from '../load/types.js';
 import { percentile, round, summarize } from '../stats.js';
+import { openLoopConnections } from '../settings.js';
 import { log } from '../util.js';
 import type { PhaseContext } from './context.js';
 
@@ -68,15 +69,14 @@ export async function steadyPhase(ctx: PhaseContext): Promise<void> {
   // system runs its rates back to back: a proxy left idle for a minute meanwhile would run its idle
   // memory reduction (src/server/idle-memory.ts) and start the next rate cold, not in steady state.
   const rates = [...s.rates].sort((a, c) => c - a);
-  const tails = new Map<number, Map<Scenario, Tail>>(rates.map((r) => [r, new Map()]));
-  const runs = new Map<number, Record<string, unknown>>(
-    rates.map((r) => [r, { rate: r, connections: connectionsAt(r) }]),
+  const perRate = new Map<number, RateRuns>(
+    rates.map((rate) => [rate, { tails: new Map(), out: { rate, connections: openLoopConnections(rate) } }]),
   );
   for (const sc of [proxy, direct, forwarder, relay]) {
-    for (const rate of rates) {
+    for (const [rate, runs] of perRate) {
       const res = await b.load(sc, {
         rate,
-        connections: connectionsAt(rate),
+        connections: openLoopConnections(rate),
         durationS: s.steadyS,
         warmS: s.warmS,
       });
@@ -90,8 +90,8 @@ export async function steadyPhase(ctx: PhaseContext): Promise<void> {
         max: lat.max,
         sorted,
       };
-      tails.get(rate)?.set(sc, tail);
-      (runs.get(rate) as Record<string, unknown>)[sc.name] = {
+      runs.tails.set(sc, tail);
+      runs.out[sc.name] = {
         latency: rounded(tail),
         requests: lat.count,
         achieved_rps: round(res.rps, 1),
@@ -104,21 +104,14 @@ export async function steadyPhase(ctx: PhaseContext): Promise<void> {
       );
     }
   }
-  for (const rate of rates) {
-    out[`${rate}`] = reportRate(
-      ctx,
-      rate,
-      preload,
-      tails.get(rate) as Map<Scenario, Tail>,
-      runs.get(rate) as Record<string, unknown>,
-    );
-  }
+  for (const [rate, runs] of perRate) out[`${rate}`] = reportRate(ctx, rate, preload, runs);
   b.results.steady = out;
 }
 
-/** 40 connections at 1,000 req/s, as this phase always had; 25 req/s each at any rate. */
-function connectionsAt(rate: number): number {
-  return Math.max(1, Math.round(rate / 25));
+/** One rate's runs: each system's tail, and the JSON the phase reports for the rate. */
+interface RateRuns {
+  readonly tails: Map<Scenario, Tail>;
+  readonly out: Record<string, unknown>;
 }
 
 /** One rate's rows and JSON: the added figures against direct, and the proxy's stall count. */
@@ -126,10 +119,10 @@ function reportRate(
   ctx: PhaseContext,
   rate: number,
   preload: number,
-  tails: Map<Scenario, Tail>,
-  out: Record<string, unknown>,
+  runs: RateRuns,
 ): Record<string, unknown> {
   const { s, b, direct, proxy, forwarder, relay } = ctx;
+  const { tails, out } = runs;
   const d = tails.get(direct);
   const p = tails.get(proxy);
   const w = tails.get(forwarder);
