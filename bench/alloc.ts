@@ -1,0 +1,122 @@
+/**
+ * `npm run bench:alloc [-- requests]`: bytes allocated on tokenproxy's main thread per request, and
+ * where. Every byte allocated brings the next scavenge closer, and scavenges are most of what the proxy
+ * adds to its CPU and its tail (docs/performance.md); unlike CPU time on a shared guest, bytes per
+ * request repeat from run to run, so a change's effect shows in one run. Uses V8's sampling heap
+ * profiler through the inspector (`--inspect` on loopback), with the objects the collector already
+ * freed included, so it runs apart from bench/run.ts, whose CPU figures it would spoil.
+ *
+ * Each sample is charged to the innermost tokenproxy function on its stack (bench/allocations.ts).
+ * Forwarded over HTTP/1.1 and HTTP/2, and refused; `requests` per scenario, 20,000 unless given.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { WebSocket } from 'undici';
+import { Bench } from './load/bench.js';
+import { ensureH2load } from './load/setup.js';
+import type { Scenario } from './load/types.js';
+import { tallyAllocations, type SamplingNode } from './allocations.js';
+import { parseArgs, ROOT } from './settings.js';
+import { log } from './util.js';
+
+const INSPECTOR_PORT = 9240;
+/** One sample per this many bytes on average (V8's default is 32 KiB: too coarse per request). */
+const SAMPLING_INTERVAL = 1024;
+const TOP = 20;
+
+async function inspector(): Promise<(method: string, params?: object) => Promise<unknown>> {
+  const targets = (await (await fetch(`http://127.0.0.1:${INSPECTOR_PORT}/json`)).json()) as {
+    webSocketDebuggerUrl: string;
+  }[];
+  const url = targets[0]?.webSocketDebuggerUrl;
+  if (url === undefined) throw new Error('the proxy has no inspector target');
+  const ws = new WebSocket(url);
+  await new Promise((resolve, reject) => {
+    ws.addEventListener('open', resolve);
+    ws.addEventListener('error', reject);
+  });
+  let id = 1;
+  const pending = new Map<number, { resolve: (result: unknown) => void; reject: (err: Error) => void }>();
+  ws.addEventListener('message', (event) => {
+    const message = JSON.parse(String(event.data)) as {
+      id?: number;
+      result?: unknown;
+      error?: { message: string };
+    };
+    if (message.id === undefined) return;
+    const waiting = pending.get(message.id);
+    pending.delete(message.id);
+    if (message.error !== undefined) waiting?.reject(new Error(`inspector: ${message.error.message}`));
+    else waiting?.resolve(message.result);
+  });
+  return (method, params = {}) =>
+    new Promise((resolve, reject) => {
+      const callId = id++;
+      pending.set(callId, { resolve, reject });
+      ws.send(JSON.stringify({ id: callId, method, params }));
+    });
+}
+
+async function measure(
+  b: Bench,
+  call: (method: string, params?: object) => Promise<unknown>,
+  sc: Scenario,
+  requests: number,
+): Promise<void> {
+  await call('HeapProfiler.startSampling', {
+    samplingInterval: SAMPLING_INTERVAL,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  });
+  const run = await b.load(sc, { connections: 32, durationS: 5, warmS: 0, requests });
+  const stopped = (await call('HeapProfiler.stopSampling')) as { profile: { head: SamplingNode } };
+  const tally = tallyAllocations(stopped.profile.head, `${pathToFileURL(join(ROOT, 'dist')).href}/`);
+  const per = (bytes: number): string => `${Math.round(bytes / run.total)}`.padStart(6);
+  process.stdout.write(
+    `\n${sc.name}: ${run.total} requests; bytes allocated per request on the proxy's thread: ` +
+      `${per(tally.total).trim()} in all, ${per(tally.tokenproxy).trim()} under a tokenproxy frame\n`,
+  );
+  const top = [...tally.sites].sort((x, y) => y[1] - x[1]).slice(0, TOP);
+  for (const [site, bytes] of top) process.stdout.write(`  ${per(bytes)} B  ${site}\n`);
+}
+
+async function main(): Promise<void> {
+  const requests = Number(process.argv[2] ?? 20_000);
+  if (!Number.isInteger(requests) || requests < 1_000) {
+    throw new Error(`requests must be a whole number of at least 1000, got "${process.argv[2]}"`);
+  }
+  process.env.BENCH_PROXY_NODE_ARGS = `--inspect=127.0.0.1:${INSPECTOR_PORT}`;
+  const tmp = await mkdtemp(join(tmpdir(), 'tokenproxy-alloc-'));
+  const b = new Bench(parseArgs([]), tmp);
+  try {
+    await ensureH2load(b.children);
+    await b.startStandIn();
+    const tp = await b.startTokenproxy('sqlite', undefined);
+    const { token } = await b.createToken(tp, ['localhost']);
+    const scenarios = [
+      b.proxied('forwarded, HTTP/1.1', tp, token),
+      b.proxied('forwarded, HTTP/2', tp, token, 'http://localhost', [200], 'h2'),
+      b.proxied('refused', tp, token, 'http://evil.example', [403, 429]),
+    ];
+    // Warm first: what runs once (module loading, compiling, first connections) is not per request.
+    for (const sc of scenarios)
+      await b.load(sc, { connections: 32, durationS: 2, warmS: 0, requests: 5_000 });
+    const call = await inspector();
+    await call('HeapProfiler.enable');
+    for (const sc of scenarios) await measure(b, call, sc, requests);
+  } finally {
+    await b.children.stopAll();
+    await rm(tmp, { recursive: true, force: true });
+    log('done');
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  },
+);
