@@ -58,7 +58,7 @@ export function newId(kind: IdKind): string {
  * logs, keyed by it, grow at the end of their indexes (see docs/decisions.md, "Request ids").
  */
 export function newRequestId(nowMs: number): string {
-  return REQUEST_ID_PREFIX + timeOrderedBase58(SHORT, nowMs);
+  return timeOrderedBase58(SHORT, nowMs, REQUEST_ID_PREFIX);
 }
 
 export function isSanitizedToken(value: string): boolean {

@@ -116,37 +116,56 @@ class FormWriter {
     }
   }
 
-  /** The forms, longest first, each a view into `storage`. */
+  /**
+   * The forms, longest first, each a view into `storage`. Sorted in place by insertion: a dozen
+   * entries, and `Array#sort` copied them into a work array of its own on every request.
+   */
   done(): Buffer[] {
-    return this.#forms.sort((a, b) => b.length - a.length);
+    const forms = this.#forms;
+    for (let i = 1; i < forms.length; i++) {
+      const form = forms[i] as Buffer;
+      let j = i - 1;
+      for (; j >= 0 && (forms[j] as Buffer).length < form.length; j--) forms[j + 1] = forms[j] as Buffer;
+      forms[j + 1] = form;
+    }
+    return forms;
   }
 
   #add(form: Buffer): void {
-    const view = this.storage.subarray(this.#at, this.#at + form.length);
-    if (form !== view) form.copy(view);
-    this.#commit(view.length);
+    form.copy(this.storage, this.#at);
+    this.#commit(form.length);
   }
 
-  /** Keeps the form just written at `#at` (of `length` bytes) unless it is too short or known. */
+  /**
+   * Keeps the form just written at `#at` (of `length` bytes) unless it is too short or known. Only a
+   * kept form gets a view: one per candidate was most of what building the forms allocated.
+   */
   #commit(length: number): void {
-    const view = this.storage.subarray(this.#at, this.#at + length);
     if (this.#forms.length > 0 && length < MIN_ENCODED_LENGTH) return;
-    for (const form of this.#forms) if (form.equals(view)) return;
-    this.#forms.push(view);
+    for (const form of this.#forms) if (this.#written(form, length)) return;
+    this.#forms.push(this.storage.subarray(this.#at, this.#at + length));
     this.#at += length;
   }
 
+  /** Whether `form` equals the `length` bytes just written at `#at`. */
+  #written(form: Buffer, length: number): boolean {
+    if (form.length !== length) return false;
+    const storage = this.storage;
+    const at = this.#at;
+    for (let i = 0; i < length; i++) if (form[i] !== storage[at + i]) return false;
+    return true;
+  }
+
+  /**
+   * Copied character by character: writing `text.slice(from, end)` made V8 flatten the slice into a
+   * fresh string first, one per base64 alignment and request.
+   */
   #addText(text: string, from: number, end: number, urlSafe: boolean): void {
-    const start = this.#at;
-    if (!urlSafe) {
-      this.storage.write(text.slice(from, end), start, 'latin1');
-    } else {
-      const out = this.storage;
-      let at = start;
-      for (let i = from; i < end; i++) {
-        const c = text.charCodeAt(i);
-        out[at++] = c === 43 /* + */ ? 45 /* - */ : c === 47 /* / */ ? 95 /* _ */ : c;
-      }
+    const out = this.storage;
+    let at = this.#at;
+    for (let i = from; i < end; i++) {
+      const c = text.charCodeAt(i);
+      out[at++] = !urlSafe ? c : c === 43 /* + */ ? 45 /* - */ : c === 47 /* / */ ? 95 /* _ */ : c;
     }
     this.#commit(end - from);
   }

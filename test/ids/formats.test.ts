@@ -78,6 +78,22 @@ describe('request ids (time-ordered)', () => {
     expect(seen.size).toBe(1000);
   });
 
+  it('sort by time, whatever their random part', () => {
+    const times = [0, 57, 58, 1_700_000_000_000, Date.UTC(2026, 10, 25), 58 ** 8 - 2];
+    const ids = times.map((t) => newRequestId(t));
+    expect([...ids].sort()).toEqual(ids);
+  });
+
+  it('draw their random part uniformly from the base58 alphabet', () => {
+    const perChar = 10_000;
+    const counts = new Map<string, number>();
+    for (let i = 0; i < (58 * perChar) / 14; i++) {
+      for (const ch of newRequestId(i).slice(12)) counts.set(ch, (counts.get(ch) ?? 0) + 1);
+    }
+    expect(counts.size).toBe(58);
+    for (const [ch, n] of counts) expect(Math.abs(n - perChar), ch).toBeLessThan(600);
+  });
+
   it.each([
     [0, '11111111'],
     [57, '1111111z'],
