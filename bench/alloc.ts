@@ -7,7 +7,8 @@
  * freed included, so it runs apart from bench/run.ts, whose CPU figures it would spoil.
  *
  * Each sample is charged to the innermost tokenproxy function on its stack (bench/allocations.ts).
- * Forwarded over HTTP/1.1 and HTTP/2, and refused; `requests` per scenario, 20,000 unless given.
+ * Forwarded over HTTP/1.1 and HTTP/2, and refused; then the bench's reference forwarder (the least a
+ * Node forwarder allocates). `requests` per scenario, 20,000 unless given.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -22,16 +23,19 @@ import { parseArgs, ROOT } from './settings.js';
 import { log } from './util.js';
 
 const INSPECTOR_PORT = 9240;
+const FORWARDER_INSPECTOR_PORT = 9241;
 /** One sample per this many bytes on average (V8's default is 32 KiB: too coarse per request). */
 const SAMPLING_INTERVAL = 1024;
 const TOP = 20;
 
-async function inspector(): Promise<(method: string, params?: object) => Promise<unknown>> {
-  const targets = (await (await fetch(`http://127.0.0.1:${INSPECTOR_PORT}/json`)).json()) as {
+type Inspector = (method: string, params?: object) => Promise<unknown>;
+
+async function inspector(port: number): Promise<Inspector> {
+  const targets = (await (await fetch(`http://127.0.0.1:${port}/json`)).json()) as {
     webSocketDebuggerUrl: string;
   }[];
   const url = targets[0]?.webSocketDebuggerUrl;
-  if (url === undefined) throw new Error('the proxy has no inspector target');
+  if (url === undefined) throw new Error(`no inspector target on port ${port}`);
   const ws = new WebSocket(url);
   await new Promise((resolve, reject) => {
     ws.addEventListener('open', resolve);
@@ -59,12 +63,7 @@ async function inspector(): Promise<(method: string, params?: object) => Promise
     });
 }
 
-async function measure(
-  b: Bench,
-  call: (method: string, params?: object) => Promise<unknown>,
-  sc: Scenario,
-  requests: number,
-): Promise<void> {
+async function measure(b: Bench, call: Inspector, sc: Scenario, requests: number): Promise<void> {
   await call('HeapProfiler.startSampling', {
     samplingInterval: SAMPLING_INTERVAL,
     includeObjectsCollectedByMajorGC: true,
@@ -75,7 +74,7 @@ async function measure(
   const tally = tallyAllocations(stopped.profile.head, `${pathToFileURL(join(ROOT, 'dist')).href}/`);
   const per = (bytes: number): string => `${Math.round(bytes / run.total)}`.padStart(6);
   process.stdout.write(
-    `\n${sc.name}: ${run.total} requests; bytes allocated per request on the proxy's thread: ` +
+    `\n${sc.name}: ${run.total} requests; bytes allocated per request on its main thread: ` +
       `${per(tally.total).trim()} in all, ${per(tally.tokenproxy).trim()} under a tokenproxy frame\n`,
   );
   const top = [...tally.sites].sort((x, y) => y[1] - x[1]).slice(0, TOP);
@@ -92,20 +91,34 @@ async function main(): Promise<void> {
   const b = new Bench(parseArgs([]), tmp);
   try {
     await ensureH2load(b.children);
-    await b.startStandIn();
+    const tls = await b.startStandIn();
+    // The least a Node forwarder allocates per request, for comparison (none of it is tokenproxy's).
+    const forwarder = await b.startReference(
+      'forwarder',
+      'reference forwarder',
+      'forwarder.js',
+      tls.cert,
+      tls.key,
+      [`--inspect=127.0.0.1:${FORWARDER_INSPECTOR_PORT}`],
+    );
     const tp = await b.startTokenproxy('sqlite', undefined);
     const { token } = await b.createToken(tp, ['localhost']);
-    const scenarios = [
-      b.proxied('forwarded, HTTP/1.1', tp, token),
-      b.proxied('forwarded, HTTP/2', tp, token, 'http://localhost', [200], 'h2'),
-      b.proxied('refused', tp, token, 'http://evil.example', [403, 429]),
+    const scenarios: [Scenario, number][] = [
+      [b.proxied('forwarded, HTTP/1.1', tp, token), INSPECTOR_PORT],
+      [b.proxied('forwarded, HTTP/2', tp, token, 'http://localhost', [200], 'h2'), INSPECTOR_PORT],
+      [b.proxied('refused', tp, token, 'http://evil.example', [403, 429]), INSPECTOR_PORT],
+      [{ ...forwarder.scenario, name: 'reference forwarder, HTTP/1.1' }, FORWARDER_INSPECTOR_PORT],
     ];
     // Warm first: what runs once (module loading, compiling, first connections) is not per request.
-    for (const sc of scenarios)
+    for (const [sc] of scenarios)
       await b.load(sc, { connections: 32, durationS: 2, warmS: 0, requests: 5_000 });
-    const call = await inspector();
-    await call('HeapProfiler.enable');
-    for (const sc of scenarios) await measure(b, call, sc, requests);
+    const inspectors = new Map<number, Inspector>();
+    for (const port of [INSPECTOR_PORT, FORWARDER_INSPECTOR_PORT]) {
+      const call = await inspector(port);
+      await call('HeapProfiler.enable');
+      inspectors.set(port, call);
+    }
+    for (const [sc, port] of scenarios) await measure(b, inspectors.get(port) as Inspector, sc, requests);
   } finally {
     await b.children.stopAll();
     await rm(tmp, { recursive: true, force: true });

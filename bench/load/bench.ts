@@ -95,6 +95,7 @@ export class Bench {
     script: string,
     cert: string,
     key: string,
+    nodeArgs: readonly string[] = [],
   ): Promise<Reference> {
     // With --profile the references are profiled too (written when they stop), for comparison.
     const profiled =
@@ -104,7 +105,7 @@ export class Bench {
       0,
       script,
       [cert, key, this.providerCa, String(this.providerPort)],
-      profiled,
+      [...profiled, ...nodeArgs],
     );
     const scenario: Scenario = {
       name,
