@@ -1,0 +1,100 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { cp, mkdtemp, rm, symlink } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+/**
+ * A build that lost one of its worker threads' files (a partial copy, a hand-pruned image) must stop
+ * the start, saying which file and how to fix it, and leave nothing behind: not a server that runs
+ * until the thread is first needed. Each case runs `serve` from a copy of the built tree with one
+ * thread file removed.
+ */
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const API_KEY_RE = /svc_sk_[1-9A-HJ-NP-Za-km-z]{43}/;
+
+let root: string;
+beforeAll(async () => {
+  root = await mkdtemp(path.join(os.tmpdir(), 'tokenproxy-broken-install-'));
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+async function installWithout(name: string, file: string): Promise<string> {
+  const tree = path.join(root, name);
+  await cp(path.join(ROOT, 'bin'), path.join(tree, 'bin'), { recursive: true });
+  await cp(path.join(ROOT, 'dist'), path.join(tree, 'dist'), { recursive: true });
+  await cp(path.join(ROOT, 'prices'), path.join(tree, 'prices'), { recursive: true });
+  await cp(path.join(ROOT, 'package.json'), path.join(tree, 'package.json'));
+  await symlink(path.join(ROOT, 'node_modules'), path.join(tree, 'node_modules'), 'dir');
+  await rm(path.join(tree, 'dist', file));
+  return tree;
+}
+
+function serve(tree: string, dataDir: string): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      [
+        path.join(tree, 'bin/tokenproxy'),
+        'serve',
+        '--data-dir',
+        dataDir,
+        '--api-port',
+        '0',
+        '--proxy-port',
+        '0',
+      ],
+      { env: { PATH: process.env.PATH ?? '', HOME: os.homedir() } },
+    );
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`serve did not stop by itself: a broken install started\n${stderr}`));
+    }, 60_000);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr });
+    });
+  });
+}
+
+function accountsIn(dataDir: string): number {
+  const file = path.join(dataDir, 'tokenproxy.db');
+  if (!existsSync(file)) return 0;
+  const db = new Database(file, { readonly: true });
+  try {
+    return (db.prepare('select count(*) as n from accounts').get() as { n: number }).n;
+  } finally {
+    db.close();
+  }
+}
+
+describe('a broken install stops the start', { timeout: 120_000 }, () => {
+  it.each([
+    ['log worker', 'requestlog/log-thread.js'],
+    ['retention', 'retention/retention-thread.js'],
+  ])(
+    'without the %s thread (dist/%s): names the file and `npm run build`, no account, no key',
+    async (_, file) => {
+      const tree = await installWithout(path.basename(file, '.js'), file);
+      const dataDir = path.join(root, `data-${path.basename(file, '.js')}`);
+      const { code, stderr } = await serve(tree, dataDir);
+      expect(code, stderr).not.toBe(0);
+      expect(stderr).toContain(`dist/${file} is missing; run \`npm run build\``);
+      expect(stderr).not.toMatch(API_KEY_RE);
+      expect(stderr).not.toContain('Created account');
+      expect(stderr).not.toContain('Ready.');
+      expect(stderr).not.toMatch(/\n\s+at /); // no stack trace
+      expect(accountsIn(dataDir)).toBe(0);
+      // The lock was released: the data dir is free for a fixed install.
+      expect(existsSync(path.join(dataDir, 'serve.lock'))).toBe(false);
+    },
+  );
+});
