@@ -46,12 +46,19 @@ function pooledByte(): number {
  * is refilled, so secrets (sanitized tokens, API keys) keep drawing fresh bytes with randomBase58.
  */
 export function pooledRandomBase58(length: number): string {
-  let out = '';
-  while (out.length < length) {
+  const out = Buffer.allocUnsafe(length);
+  writePooledRandom(out, 0, length);
+  return out.toString('latin1');
+}
+
+const ALPHABET_CODES = Buffer.from(BASE58_ALPHABET, 'latin1');
+
+/** Fills `out[from..end)` with base58 characters drawn from the pooled bytes (rejection sampling). */
+function writePooledRandom(out: Buffer, from: number, end: number): void {
+  for (let i = from; i < end;) {
     const byte = pooledByte();
-    if (byte < REJECT_AT) out += BASE58_ALPHABET.charAt(byte % 58);
+    if (byte < REJECT_AT) out[i++] = ALPHABET_CODES[byte % 58] as number;
   }
-  return out;
 }
 
 /** 58^8 ms is about 4,000 years: eight digits keep ids of our era the same length. */
@@ -66,16 +73,19 @@ export function base58Fixed(value: number, digits: number): string {
   if (!Number.isSafeInteger(value) || value < 0 || value >= 58 ** digits) {
     throw new RangeError(`base58Fixed: ${String(value)} does not fit in ${String(digits)} base58 digits`);
   }
-  let out = '';
-  let rest = value;
-  for (let i = 0; i < digits; i++) {
-    out = BASE58_ALPHABET.charAt(rest % 58) + out;
-    rest = Math.floor(rest / 58);
-  }
-  return out;
+  const out = Buffer.allocUnsafe(digits);
+  writeFixed(out, 0, value, digits);
+  return out.toString('latin1');
 }
 
-const ALPHABET_CODES = Buffer.from(BASE58_ALPHABET, 'latin1');
+/** Writes `value` as `digits` base58 characters at `out[at]`, most significant first; it must fit. */
+function writeFixed(out: Buffer, at: number, value: number, digits: number): void {
+  let rest = value;
+  for (let i = at + digits - 1; i >= at; i--) {
+    out[i] = ALPHABET_CODES[rest % 58] as number;
+    rest = Math.floor(rest / 58);
+  }
+}
 /** Where an id is spelled before it becomes one string: it holds no secret, only the next id. */
 const idScratch = Buffer.allocUnsafe(64);
 
@@ -92,17 +102,11 @@ export function timeOrderedBase58(length: number, nowMs: number, prefix = ''): s
     throw new RangeError(`timeOrderedBase58: ${String(length)} characters do not fit an id`);
   }
   // A clock is never trusted to throw on the hot path: out-of-range times are clamped (NaN → 0).
-  let rest = Number.isFinite(nowMs) ? Math.min(Math.max(Math.floor(nowMs), 0), MAX_TIME) : 0;
+  const ms = Number.isFinite(nowMs) ? Math.min(Math.max(Math.floor(nowMs), 0), MAX_TIME) : 0;
   const out = idScratch;
   for (let i = 0; i < start; i++) out[i] = prefix.charCodeAt(i);
-  for (let i = start + TIME_DIGITS - 1; i >= start; i--) {
-    out[i] = ALPHABET_CODES[rest % 58] as number;
-    rest = Math.floor(rest / 58);
-  }
+  writeFixed(out, start, ms, TIME_DIGITS);
   const end = start + length;
-  for (let i = start + TIME_DIGITS; i < end;) {
-    const byte = pooledByte();
-    if (byte < REJECT_AT) out[i++] = ALPHABET_CODES[byte % 58] as number;
-  }
+  writePooledRandom(out, start + TIME_DIGITS, end);
   return out.toString('latin1', 0, end);
 }
