@@ -1,11 +1,11 @@
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { cp, mkdtemp, rm, symlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../support/cli.js';
+import { accountsIn } from '../support/files.js';
 
 /**
  * A build that lost one of its worker threads' files (a partial copy, a hand-pruned image) must stop
@@ -36,46 +36,6 @@ async function installWithout(name: string, file: string): Promise<string> {
   return tree;
 }
 
-function serve(tree: string, dataDir: string): Promise<{ code: number | null; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      [
-        path.join(tree, 'bin/tokenproxy'),
-        'serve',
-        '--data-dir',
-        dataDir,
-        '--api-port',
-        '0',
-        '--proxy-port',
-        '0',
-      ],
-      { env: { PATH: process.env.PATH ?? '', HOME: os.homedir() } },
-    );
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`serve did not stop by itself: a broken install started\n${stderr}`));
-    }, 60_000);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stderr });
-    });
-  });
-}
-
-function accountsIn(dataDir: string): number {
-  const file = path.join(dataDir, 'tokenproxy.db');
-  if (!existsSync(file)) return 0;
-  const db = new Database(file, { readonly: true });
-  try {
-    return (db.prepare('select count(*) as n from accounts').get() as { n: number }).n;
-  } finally {
-    db.close();
-  }
-}
-
 describe('a broken install stops the start', { timeout: 120_000 }, () => {
   it.each([
     ['log worker', 'requestlog/log-thread.js'],
@@ -85,7 +45,12 @@ describe('a broken install stops the start', { timeout: 120_000 }, () => {
     async (_, file) => {
       const tree = await installWithout(path.basename(file, '.js'), file);
       const dataDir = path.join(root, `data-${path.basename(file, '.js')}`);
-      const { code, stderr } = await serve(tree, dataDir);
+      const { code, stderr } = await runCli(
+        ['serve', '--data-dir', dataDir, '--api-port', '0', '--proxy-port', '0'],
+        {},
+        60_000,
+        path.join(tree, 'bin/tokenproxy'),
+      );
       expect(code, stderr).not.toBe(0);
       expect(stderr).toContain(`dist/${file} is missing; run \`npm run build\``);
       expect(stderr).not.toMatch(API_KEY_RE);

@@ -3,9 +3,9 @@ import { chmod, mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, startServe, type RunResult } from '../support/cli.js';
+import { accountsIn } from '../support/files.js';
 
 /**
  * DESIGN §13: validate → open the store and check the KEK → bind both ports → only then create the
@@ -25,15 +25,6 @@ afterAll(async () => {
 
 function dataDir(name: string): string {
   return path.join(root, name);
-}
-
-function accountsIn(dir: string): number {
-  const db = new Database(path.join(dir, 'tokenproxy.db'), { readonly: true });
-  try {
-    return (db.prepare('select count(*) as n from accounts').get() as { n: number }).n;
-  } finally {
-    db.close();
-  }
 }
 
 function listenOnFreePort(): Promise<{ server: Server; port: number }> {

@@ -10,14 +10,18 @@ export interface RunResult {
   readonly stderr: string;
 }
 
-/** Runs `bin/tokenproxy` to completion (the compiled CLI: `npm test` builds first). */
+/**
+ * Runs `bin/tokenproxy` to completion (the compiled CLI: `npm test` builds first); `bin` runs
+ * another copy of it (a deliberately broken install).
+ */
 export function runCli(
   args: string[],
   env: Record<string, string | undefined> = {},
   timeoutMs = 60_000,
+  bin = BIN,
 ): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: cleanEnv(env) });
+    const child = spawn(process.execPath, [bin, ...args], { env: cleanEnv(env) });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

@@ -1,5 +1,6 @@
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 
 /** Every regular file below `dir`, for the secrets scans of data directories. */
 export async function filesUnder(dir: string): Promise<string[]> {
@@ -10,4 +11,14 @@ export async function filesUnder(dir: string): Promise<string[]> {
     else if (entry.isFile()) out.push(full);
   }
   return out;
+}
+
+/** Accounts in a data dir's SQLite store (read only): what a start that failed must not have made. */
+export function accountsIn(dataDir: string): number {
+  const db = new Database(path.join(dataDir, 'tokenproxy.db'), { readonly: true });
+  try {
+    return (db.prepare('select count(*) as n from accounts').get() as { n: number }).n;
+  } finally {
+    db.close();
+  }
 }
