@@ -14,7 +14,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { WebSocket } from 'undici';
+import { connectInspector, type Inspector } from './inspector.js';
 import { Bench } from './load/bench.js';
 import { ensureH2load } from './load/setup.js';
 import type { Scenario } from './load/types.js';
@@ -28,49 +28,14 @@ const FORWARDER_INSPECTOR_PORT = 9241;
 const SAMPLING_INTERVAL = 1024;
 const TOP = 20;
 
-type Inspector = (method: string, params?: object) => Promise<unknown>;
-
-async function inspector(port: number): Promise<Inspector> {
-  const targets = (await (await fetch(`http://127.0.0.1:${port}/json`)).json()) as {
-    webSocketDebuggerUrl: string;
-  }[];
-  const url = targets[0]?.webSocketDebuggerUrl;
-  if (url === undefined) throw new Error(`no inspector target on port ${port}`);
-  const ws = new WebSocket(url);
-  await new Promise((resolve, reject) => {
-    ws.addEventListener('open', resolve);
-    ws.addEventListener('error', reject);
-  });
-  let id = 1;
-  const pending = new Map<number, { resolve: (result: unknown) => void; reject: (err: Error) => void }>();
-  ws.addEventListener('message', (event) => {
-    const message = JSON.parse(String(event.data)) as {
-      id?: number;
-      result?: unknown;
-      error?: { message: string };
-    };
-    if (message.id === undefined) return;
-    const waiting = pending.get(message.id);
-    pending.delete(message.id);
-    if (message.error !== undefined) waiting?.reject(new Error(`inspector: ${message.error.message}`));
-    else waiting?.resolve(message.result);
-  });
-  return (method, params = {}) =>
-    new Promise((resolve, reject) => {
-      const callId = id++;
-      pending.set(callId, { resolve, reject });
-      ws.send(JSON.stringify({ id: callId, method, params }));
-    });
-}
-
-async function measure(b: Bench, call: Inspector, sc: Scenario, requests: number): Promise<void> {
-  await call('HeapProfiler.startSampling', {
+async function measure(b: Bench, inspector: Inspector, sc: Scenario, requests: number): Promise<void> {
+  await inspector.call('HeapProfiler.startSampling', {
     samplingInterval: SAMPLING_INTERVAL,
     includeObjectsCollectedByMajorGC: true,
     includeObjectsCollectedByMinorGC: true,
   });
   const run = await b.load(sc, { connections: 32, durationS: 5, warmS: 0, requests });
-  const stopped = (await call('HeapProfiler.stopSampling')) as { profile: { head: SamplingNode } };
+  const stopped = (await inspector.call('HeapProfiler.stopSampling')) as { profile: { head: SamplingNode } };
   const tally = tallyAllocations(stopped.profile.head, `${pathToFileURL(join(ROOT, 'dist')).href}/`);
   const per = (bytes: number): string => `${Math.round(bytes / run.total)}`.padStart(6);
   process.stdout.write(
@@ -114,9 +79,9 @@ async function main(): Promise<void> {
       await b.load(sc, { connections: 32, durationS: 2, warmS: 0, requests: 5_000 });
     const inspectors = new Map<number, Inspector>();
     for (const port of [INSPECTOR_PORT, FORWARDER_INSPECTOR_PORT]) {
-      const call = await inspector(port);
-      await call('HeapProfiler.enable');
-      inspectors.set(port, call);
+      const inspector = await connectInspector(port);
+      await inspector.call('HeapProfiler.enable');
+      inspectors.set(port, inspector);
     }
     for (const [sc, port] of scenarios) await measure(b, inspectors.get(port) as Inspector, sc, requests);
   } finally {

@@ -10,7 +10,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { WebSocket } from 'undici';
+import { connectInspector } from './inspector.js';
 import { Bench } from './load/bench.js';
 import { ensureH2load } from './load/setup.js';
 import { parseArgs } from './settings.js';
@@ -19,16 +19,14 @@ import { log } from './util.js';
 const INSPECTOR_PORT = 9239;
 const REQUESTS = 200;
 
+/** The `Debugger.paused` event's parameters that the report reads. */
 interface Paused {
-  readonly method?: string;
-  readonly params?: {
-    readonly data?: { readonly description?: string; readonly className?: string };
-    readonly callFrames: readonly {
-      readonly functionName: string;
-      readonly url: string;
-      readonly location: { readonly lineNumber: number };
-    }[];
-  };
+  readonly data?: { readonly description?: string; readonly className?: string };
+  readonly callFrames: readonly {
+    readonly functionName: string;
+    readonly url: string;
+    readonly location: { readonly lineNumber: number };
+  }[];
 }
 
 async function main(): Promise<number> {
@@ -49,45 +47,32 @@ async function main(): Promise<number> {
     // Warm first: what runs once (module loading, first connections) is not the per-request path.
     for (const sc of scenarios) await b.load(sc, { connections: 4, durationS: 1, warmS: 0, requests: 400 });
 
-    const targets = (await (await fetch(`http://127.0.0.1:${INSPECTOR_PORT}/json`)).json()) as {
-      webSocketDebuggerUrl: string;
-    }[];
-    const url = targets[0]?.webSocketDebuggerUrl;
-    if (url === undefined) throw new Error('the proxy has no inspector target');
-    const ws = new WebSocket(url);
-    await new Promise((resolve, reject) => {
-      ws.addEventListener('open', resolve);
-      ws.addEventListener('error', reject);
-    });
-    let id = 1;
-    const send = (method: string, params: object = {}): void =>
-      ws.send(JSON.stringify({ id: id++, method, params }));
+    const inspector = await connectInspector(INSPECTOR_PORT);
     let seen = new Map<string, number>();
     let thrown = 0;
-    ws.addEventListener('message', (event) => {
-      const message = JSON.parse(String(event.data)) as Paused;
-      if (message.method !== 'Debugger.paused' || message.params === undefined) return;
+    inspector.on('Debugger.paused', (params) => {
+      const paused = params as Paused;
       thrown++;
-      const frames = message.params.callFrames
+      const frames = paused.callFrames
         .slice(0, 6)
         .map(
           (f) =>
             `${f.functionName || '(anonymous)'} ${f.url.replace(/^.*\/(node_modules|dist)\//, '$1/')}:${f.location.lineNumber + 1}`,
         );
-      const what = message.params.data?.description?.split('\n')[0] ?? message.params.data?.className ?? '?';
+      const what = paused.data?.description?.split('\n')[0] ?? paused.data?.className ?? '?';
       const key = [what, ...frames].join('\n    ');
       seen.set(key, (seen.get(key) ?? 0) + 1);
-      send('Debugger.resume');
+      void inspector.call('Debugger.resume');
     });
-    send('Debugger.enable');
+    await inspector.call('Debugger.enable');
     let total = 0;
     for (const sc of scenarios) {
       thrown = 0;
       seen = new Map();
-      send('Debugger.setPauseOnExceptions', { state: 'all' });
+      await inspector.call('Debugger.setPauseOnExceptions', { state: 'all' });
       await new Promise((resolve) => setTimeout(resolve, 500));
       const run = await b.load(sc, { connections: 4, durationS: 1, warmS: 0, requests: REQUESTS });
-      send('Debugger.setPauseOnExceptions', { state: 'none' });
+      await inspector.call('Debugger.setPauseOnExceptions', { state: 'none' });
       await new Promise((resolve) => setTimeout(resolve, 500));
       process.stdout.write(
         `\n${sc.name}: ${run.total} requests, ${thrown} exceptions thrown on the proxy's thread\n`,
@@ -97,7 +82,7 @@ async function main(): Promise<number> {
       }
       total += thrown;
     }
-    ws.close();
+    inspector.close();
     return total === 0 ? 0 : 1;
   } finally {
     await b.children.stopAll();
