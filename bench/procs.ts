@@ -69,6 +69,24 @@ export class Children {
     }
   }
 
+  /**
+   * Runs `fn` with the processes `pids` stopped (SIGSTOP), resuming them after, even when it throws:
+   * a system measured on a CPU it shares with idle systems then has it to itself, whatever they would
+   * have done meanwhile (an idle proxy's memory reduction, V8's follow-up collections).
+   */
+  async pausedWhile<T>(pids: readonly number[], fn: () => Promise<T>): Promise<T> {
+    const paused: number[] = [];
+    try {
+      for (const pid of pids) {
+        process.kill(pid, 'SIGSTOP');
+        paused.push(pid);
+      }
+      return await fn();
+    } finally {
+      for (const pid of paused) signal(pid, 'SIGCONT');
+    }
+  }
+
   /** SIGTERM by pid, SIGKILL after `graceMs`. */
   async stop(child: Child, graceMs = 5000): Promise<void> {
     if (!this.#live.has(child)) return;
@@ -77,6 +95,8 @@ export class Children {
     } catch {
       return;
     }
+    // A process paused by pausedWhile would hold the SIGTERM until the SIGKILL: let it shut down.
+    signal(child.pid, 'SIGCONT');
     const timer = setTimeout(() => {
       try {
         process.kill(child.pid, 'SIGKILL');
@@ -106,4 +126,13 @@ export class Children {
 
 function keepTail(text: string): string {
   return text.length > 200_000 ? text.slice(-100_000) : text;
+}
+
+/** `process.kill` for a process that may be gone already. */
+function signal(pid: number, name: NodeJS.Signals): void {
+  try {
+    process.kill(pid, name);
+  } catch {
+    // already gone
+  }
 }

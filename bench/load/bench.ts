@@ -105,7 +105,8 @@ export class Bench {
       0,
       script,
       [cert, key, this.providerCa, String(this.providerPort)],
-      [...profiled, ...nodeArgs],
+      // The references take the same diagnosis flags when asked, so a probe compares like with like.
+      [...profiled, ...nodeArgs, ...diagnosisNodeArgs('BENCH_REFERENCE_NODE_ARGS')],
     );
     const scenario: Scenario = {
       name,
@@ -150,8 +151,7 @@ export class Bench {
       nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${this.profileDir}`);
     }
     // Diagnosis only (e.g. `--trace-gc`): extra node flags for tokenproxy, its stdout kept in a file.
-    const extra = process.env.BENCH_PROXY_NODE_ARGS;
-    if (extra !== undefined && extra.trim() !== '') nodeArgs.push(...extra.trim().split(/\s+/));
+    nodeArgs.push(...diagnosisNodeArgs('BENCH_PROXY_NODE_ARGS'));
     const child = this.children.start(
       `tokenproxy (${name})`,
       ...this.onCpu(0, [
@@ -380,4 +380,10 @@ export class Bench {
   row(...cells: (string | number)[]): void {
     this.table.push(cells.map((c) => (typeof c === 'number' ? fmt(c) : c)));
   }
+}
+
+/** Extra node flags from the environment variable `name` (space-separated), for diagnosis runs. */
+function diagnosisNodeArgs(name: string): string[] {
+  const extra = process.env[name]?.trim();
+  return extra === undefined || extra === '' ? [] : extra.split(/\s+/);
 }

@@ -72,40 +72,51 @@ export async function steadyPhase(ctx: PhaseContext): Promise<void> {
   const perRate = new Map<number, RateRuns>(
     rates.map((rate) => [rate, { tails: new Map(), out: { rate, connections: openLoopConnections(rate) } }]),
   );
+  // Each system has CPU 0 to itself: the others sharing it are paused meanwhile. Left running, the
+  // proxy, idle after its runs, did its memory reduction a minute later, and V8 followed it with
+  // collections for ~25 s, inside a reference's run when runs are shorter than the default.
+  const onCpu0 = [proxy, forwarder, relay].map((sc) => sc.cpuPid);
   for (const sc of [proxy, direct, forwarder, relay]) {
-    for (const [rate, runs] of perRate) {
-      const res = await b.load(sc, {
-        rate,
-        connections: openLoopConnections(rate),
-        durationS: s.steadyS,
-        warmS: s.warmS,
-      });
-      const lat = summarize(res.latenciesMs);
-      const sorted = Array.from(Float64Array.from(res.latenciesMs).sort());
-      const tail = {
-        p50: lat.p50,
-        p90: lat.p90,
-        p99: lat.p99,
-        p999: percentile(sorted, 99.9),
-        max: lat.max,
-        sorted,
-      };
-      runs.tails.set(sc, tail);
-      runs.out[sc.name] = {
-        latency: rounded(tail),
-        requests: lat.count,
-        achieved_rps: round(res.rps, 1),
-        cpu_us_per_request: round(res.cpuUsPerRequest, 0),
-        // Only tokenproxy serves /metrics: the others read as no collections.
-        gc: sc.metrics === undefined ? undefined : gcSummary(res.gc, res.total),
-      };
-      log(
-        `steady ${sc.name} @${rate}: ${lat.count} requests, p99.9 ${fmt(tail.p999)} ms, max ${fmt(lat.max)} ms`,
-      );
-    }
+    const others = onCpu0.filter((pid) => pid !== sc.cpuPid);
+    await b.children.pausedWhile(others, () => measureRates(ctx, sc, perRate));
   }
   for (const [rate, runs] of perRate) out[`${rate}`] = reportRate(ctx, rate, preload, runs);
   b.results.steady = out;
+}
+
+/** `sc` at each of the phase's rates, back to back, into `perRate`. */
+async function measureRates(ctx: PhaseContext, sc: Scenario, perRate: Map<number, RateRuns>): Promise<void> {
+  const { s, b } = ctx;
+  for (const [rate, runs] of perRate) {
+    const res = await b.load(sc, {
+      rate,
+      connections: openLoopConnections(rate),
+      durationS: s.steadyS,
+      warmS: s.warmS,
+    });
+    const lat = summarize(res.latenciesMs);
+    const sorted = Array.from(Float64Array.from(res.latenciesMs).sort());
+    const tail = {
+      p50: lat.p50,
+      p90: lat.p90,
+      p99: lat.p99,
+      p999: percentile(sorted, 99.9),
+      max: lat.max,
+      sorted,
+    };
+    runs.tails.set(sc, tail);
+    runs.out[sc.name] = {
+      latency: rounded(tail),
+      requests: lat.count,
+      achieved_rps: round(res.rps, 1),
+      cpu_us_per_request: round(res.cpuUsPerRequest, 0),
+      // Only tokenproxy serves /metrics: the others read as no collections.
+      gc: sc.metrics === undefined ? undefined : gcSummary(res.gc, res.total),
+    };
+    log(
+      `steady ${sc.name} @${rate}: ${lat.count} requests, p99.9 ${fmt(tail.p999)} ms, max ${fmt(lat.max)} ms`,
+    );
+  }
 }
 
 /** One rate's runs: each system's tail, and the JSON the phase reports for the rate. */
