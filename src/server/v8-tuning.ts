@@ -47,6 +47,21 @@ export function servePoolSize(cpus: number, workers = 1): number {
 }
 
 /**
+ * How far V8 lets the old generation grow past what the last full collection kept, in percent.
+ * V8 picks the factor from how fast it marks against how fast the program promotes: a proxy in
+ * steady state promotes little (~0.1 MB/s at 1,000 req/s), so after any full collection the factor
+ * fell to its floor (1.1) and the limit to what was kept + 8 MB + the young generation. Marking starts
+ * once what is left under the limit is no more than the young generation's target size, and that was
+ * the case at once: back-to-back full collections, 2-3 a second with ~40 ms of marking each, for as
+ * long as the load stayed steady (on one CPU the "concurrent" marking is the proxy's CPU). Whether a
+ * run fell into it depended on whether a full collection happened after the load settled (issue 17's
+ * "long run": sooner or later one does). A fixed factor of 2 keeps ~the live size of headroom: after
+ * the same collection no full one came in the next 60 s (docs/performance.md, round ten).
+ */
+export const HEAP_GROWING_FLAG = '--heap-growing-percent';
+export const SERVE_HEAP_GROWING_PERCENT = 100;
+
+/**
  * The flags `serve` must restart with: each of its start-time flags that the operator did not choose
  * (on node's command line or in NODE_OPTIONS, which always win). Empty: no restart. `cpus` is what
  * the process may run on (`os.availableParallelism()`, which honours `taskset` and cpusets); `--workers`
@@ -66,6 +81,7 @@ export function serveRestartFlags(
   const flags: string[] = [];
   if (!chosen(SEMI_SPACE_FLAG)) flags.push(`${SEMI_SPACE_FLAG}=${SERVE_SEMI_SPACE_MB}`);
   if (!chosen(POOL_SIZE_FLAG)) flags.push(`${POOL_SIZE_FLAG}=${servePoolSize(cpus, workers)}`);
+  if (!chosen(HEAP_GROWING_FLAG)) flags.push(`${HEAP_GROWING_FLAG}=${SERVE_HEAP_GROWING_PERCENT}`);
   return flags;
 }
 

@@ -1,54 +1,70 @@
 import { describe, expect, it } from 'vitest';
 import { serveRestartFlags, servePoolSize } from '../../src/server/v8-tuning.js';
 
-const BOTH = ['--max-semi-space-size=8', '--v8-pool-size=1'];
+const GROWING = '--heap-growing-percent=100';
+const ALL = ['--max-semi-space-size=8', '--v8-pool-size=1', GROWING];
 
 // `serve` restarts itself once with its start-time flags, each unless the operator chose it.
 describe('serveRestartFlags', () => {
   it.each([
-    { name: 'plain node, 2 CPUs', execArgv: [], nodeOptions: undefined, cpus: 2, want: BOTH },
+    { name: 'plain node, 2 CPUs', execArgv: [], nodeOptions: undefined, cpus: 2, want: ALL },
     {
       name: 'other flags only',
       execArgv: ['--enable-source-maps'],
       nodeOptions: '--trace-warnings',
       cpus: 2,
-      want: BOTH,
+      want: ALL,
     },
-    { name: 'already restarted', execArgv: BOTH, nodeOptions: undefined, cpus: 2, want: [] },
+    { name: 'already restarted', execArgv: ALL, nodeOptions: undefined, cpus: 2, want: [] },
     {
       name: 'restarted by an older version (semi-space only)',
       execArgv: ['--max-semi-space-size=8'],
       nodeOptions: undefined,
       cpus: 1,
-      want: ['--v8-pool-size=1'],
+      want: ['--v8-pool-size=1', GROWING],
+    },
+    {
+      name: 'restarted by an older version (semi-space and pool)',
+      execArgv: ['--max-semi-space-size=8', '--v8-pool-size=1'],
+      nodeOptions: undefined,
+      cpus: 2,
+      want: [GROWING],
     },
     {
       name: 'operator semi-space, separate value',
       execArgv: ['--max-semi-space-size', '32'],
       nodeOptions: '',
       cpus: 8,
-      want: ['--v8-pool-size=4'],
+      want: ['--v8-pool-size=4', GROWING],
     },
     {
-      name: 'operator NODE_OPTIONS, both',
-      execArgv: [],
+      // Node refuses --heap-growing-percent in NODE_OPTIONS: only node's command line can set it.
+      name: 'operator NODE_OPTIONS and command line, all three',
+      execArgv: ['--heap-growing-percent=50'],
       nodeOptions: '--foo  --max-semi-space-size=2 --v8-pool-size=3',
       cpus: 2,
       want: [],
+    },
+    {
+      name: 'operator growing factor only',
+      execArgv: ['--heap-growing-percent=30'],
+      nodeOptions: undefined,
+      cpus: 2,
+      want: ['--max-semi-space-size=8', '--v8-pool-size=1'],
     },
     {
       name: 'operator pool size on the command line',
       execArgv: ['--v8-pool-size', '2'],
       nodeOptions: undefined,
       cpus: 16,
-      want: ['--max-semi-space-size=8'],
+      want: ['--max-semi-space-size=8', GROWING],
     },
     {
       name: 'longer flags of other names',
-      execArgv: ['--max-semi-space-size-x=1', '--v8-pool-size-y=2'],
+      execArgv: ['--max-semi-space-size-x=1', '--v8-pool-size-y=2', '--heap-growing-percent-z=3'],
       nodeOptions: undefined,
       cpus: 3,
-      want: ['--max-semi-space-size=8', '--v8-pool-size=2'],
+      want: ['--max-semi-space-size=8', '--v8-pool-size=2', GROWING],
     },
     {
       name: '8 CPUs shared by 4 workers',
@@ -56,7 +72,7 @@ describe('serveRestartFlags', () => {
       nodeOptions: undefined,
       cpus: 8,
       workers: 4,
-      want: ['--max-semi-space-size=8', '--v8-pool-size=1'],
+      want: ['--max-semi-space-size=8', '--v8-pool-size=1', GROWING],
     },
   ])('$name → $want', ({ execArgv, nodeOptions, cpus, workers, want }) => {
     expect(serveRestartFlags(execArgv, nodeOptions, cpus, workers)).toEqual(want);
