@@ -11,7 +11,7 @@ import { fmt } from '../report.js';
 import { ROOT, type Settings } from '../settings.js';
 import { median, summarize } from '../stats.js';
 import { log, CLK_TCK, cpuTicks, httpsJson, gcTotals, field } from '../util.js';
-import { diagnosisNodeArgs, FULL_GC_ON_SIGNAL } from './node-args.js';
+import { diagnosisNodeArgs } from './node-args.js';
 import { makeCertificates } from './setup.js';
 import type { Tokenproxy, Reference, Scenario, Interleaved } from './types.js';
 import { createWriteStream } from 'node:fs';
@@ -107,7 +107,7 @@ export class Bench {
       script,
       [cert, key, this.providerCa, String(this.providerPort)],
       // The references take the same diagnosis flags when asked, so a probe compares like with like.
-      [...profiled, ...FULL_GC_ON_SIGNAL, ...nodeArgs, ...diagnosisNodeArgs('BENCH_REFERENCE_NODE_ARGS')],
+      [...profiled, ...nodeArgs, ...diagnosisNodeArgs('BENCH_REFERENCE_NODE_ARGS')],
     );
     const scenario: Scenario = {
       name,
@@ -147,7 +147,7 @@ export class Bench {
     );
     if (created.code !== 0) throw new BenchFailure(`accounts create failed: ${created.stderr}`);
     const account = JSON.parse(created.stdout) as unknown;
-    const nodeArgs: string[] = [...FULL_GC_ON_SIGNAL];
+    const nodeArgs: string[] = [];
     if (this.profileDir !== undefined && name === 'sqlite') {
       nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${this.profileDir}`);
     }

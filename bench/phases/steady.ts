@@ -3,16 +3,11 @@ import { fmt } from '../report.js';
 import type { Scenario } from '../load/types.js';
 import { percentile, round, summarize } from '../stats.js';
 import { openLoopConnections } from '../settings.js';
-import { log, sleep } from '../util.js';
-import { requestFullGc } from '../load/node-args.js';
+import { log } from '../util.js';
 import type { PhaseContext } from './context.js';
 
 /** Issue 17's figure for a stall: a single request this much slower than direct's median. */
 const STALL_MS = 10;
-/** The unmeasured run at the first rate before the full collection: V8 measures over ~5 s. */
-const SETTLE_S = 10;
-/** Time for the requested full collection (tens of ms) to finish before the measured load starts. */
-const FULL_GC_MS = 1000;
 
 interface Tail {
   readonly p50: number;
@@ -50,8 +45,8 @@ function rounded(t: Tail): Record<string, number> {
 
 /**
  * The `steady` phase: the condition of issue 17 — a large closed-loop load first (request-log table
- * grown, pools and heap aged), then a full collection at the steady rate (what a long run sooner or
- * later has; see settle), then a long fixed-rate run at each of the issue's rates (1,000 req/s, then 500), reporting the tail (p99.9, max), not only the usual percentiles. Direct, the reference
+ * grown, pools and heap aged), then a long fixed-rate run at each of the issue's rates (1,000 req/s,
+ * then 500), reporting the tail (p99.9, max), not only the usual percentiles. Direct, the reference
  * forwarder and the raw TLS relay run the same rate after the proxy, for the added figures, the CPU
  * comparison and the machine's own floor.
  */
@@ -83,33 +78,10 @@ export async function steadyPhase(ctx: PhaseContext): Promise<void> {
   const onCpu0 = [proxy, forwarder, relay].map((sc) => sc.cpuPid);
   for (const sc of [proxy, direct, forwarder, relay]) {
     const others = onCpu0.filter((pid) => pid !== sc.cpuPid);
-    await b.children.pausedWhile(others, async () => {
-      if (sc !== direct) await settle(ctx, sc, rates[0] as number);
-      await measureRates(ctx, sc, perRate);
-    });
+    await b.children.pausedWhile(others, () => measureRates(ctx, sc, perRate));
   }
   for (const [rate, runs] of perRate) out[`${rate}`] = reportRate(ctx, rate, preload, runs);
   b.results.steady = out;
-}
-
-/**
- * What a long run has and a minute after a warm-up may not: a full collection once the load has
- * settled. V8 sets the old generation's next limit at each full collection from the promotion rate
- * of the last few seconds; until one happens at the steady rate, a run lives with the limit its
- * warm-up left, and whether it ever met the steady state's own limit (round ten: back-to-back full
- * collections before `--heap-growing-percent`) varied from run to run. So each system on CPU 0 runs
- * `rate` unmeasured for SETTLE_S, then one full collection (bench/full-gc-on-signal.ts), then its
- * rates. Direct, the stand-in provider on CPU 1, needs none.
- */
-async function settle(ctx: PhaseContext, sc: Scenario, rate: number): Promise<void> {
-  await ctx.b.load(sc, {
-    rate,
-    connections: openLoopConnections(rate),
-    durationS: Math.min(SETTLE_S, ctx.s.steadyS),
-    warmS: 0,
-  });
-  requestFullGc(sc.cpuPid);
-  await sleep(FULL_GC_MS);
 }
 
 /** `sc` at each of the phase's rates, back to back, into `perRate`. */
