@@ -55,8 +55,9 @@ export function servePoolSize(cpus: number, workers = 1): number {
  * the case at once: back-to-back full collections, 2-3 a second with ~40 ms of marking each, for as
  * long as the load stayed steady (on one CPU the "concurrent" marking is the proxy's CPU). Whether a
  * run fell into it depended on whether a full collection happened after the load settled (issue 17's
- * "long run": sooner or later one does). A fixed factor of 2 keeps ~the live size of headroom: after
- * the same collection no full one came in the next 60 s (docs/performance.md, round ten).
+ * "long run": sooner or later one does). A fixed factor of 2 keeps ~the live size of headroom: in six
+ * alternated pairs of steady runs, 238 full collections with V8's rule and 6 with it
+ * (docs/performance.md, round ten).
  */
 export const HEAP_GROWING_FLAG = '--heap-growing-percent';
 export const SERVE_HEAP_GROWING_PERCENT = 100;
