@@ -6,7 +6,7 @@
  *   BENCH_REFERENCE_NODE_ARGS="--import ./dist-bench/bench/stall-probe.js" npm run bench -- --only steady
  *
  * Every 5 ms the main thread ticks; a tick more than 8 ms late is written down with how long this
- * thread ran and waited for a CPU meanwhile (/proc/thread-self/schedstat), which other threads ran
+ * thread ran and waited for a CPU meanwhile (its /proc/self/task/<pid>/schedstat), which other threads ran
  * (V8's helpers, the log worker…) and the collections it overlapped. Once a second: each thread's run
  * time, the heap spaces over 1 MB, RSS and the collections by kind. JSON lines in
  * $STALL_PROBE_DIR (default the temp dir): `<pid>-<script>.gaps.jsonl` and `.seconds.jsonl`.
@@ -18,7 +18,8 @@ import { basename, join } from 'node:path';
 import { PerformanceObserver, performance, type PerformanceEntry } from 'node:perf_hooks';
 import { getHeapSpaceStatistics } from 'node:v8';
 import { isMainThread } from 'node:worker_threads';
-import { overlapping, parseSchedstat, runByName, type GcEntry } from './stall-rules.js';
+import { round } from './stats.js';
+import { overlapping, parseSchedstat, runByName, type GcEntry, type Schedstat } from './stall-rules.js';
 
 const TICK_MS = 5;
 const LATE_MS = 8;
@@ -30,7 +31,8 @@ function start(): void {
     `${process.pid}-${basename(process.argv[1] ?? 'node')}`,
   );
   const self = String(process.pid); // the main thread's id is the process id
-  const names = new Map<string, string>();
+  // The per-second lines name it; listThreads never renames a thread it knows.
+  const names = new Map<string, string>([[self, 'main']]);
   let tids: string[] = [];
   const listThreads = (): void => {
     tids = readdirSync('/proc/self/task');
@@ -43,19 +45,19 @@ function start(): void {
       }
     }
   };
-  const runTimes = (): Map<string, number> => {
-    const runs = new Map<string, number>();
+  /** Every thread's schedstat, this one's included (its run and run-queue time for the gaps). */
+  const readThreads = (): Map<string, Schedstat> => {
+    const stats = new Map<string, Schedstat>();
     for (const tid of tids) {
       try {
         const stat = parseSchedstat(readFileSync(`/proc/self/task/${tid}/schedstat`, 'latin1'));
-        if (stat !== undefined) runs.set(tid, stat.runNs);
+        if (stat !== undefined) stats.set(tid, stat);
       } catch {
         // ended meanwhile
       }
     }
-    return runs;
+    return stats;
   };
-  const own = () => parseSchedstat(readFileSync('/proc/thread-self/schedstat', 'latin1'));
 
   const gcs: GcEntry[] = [];
   let perSecond = new Map<number, [number, number]>();
@@ -71,42 +73,40 @@ function start(): void {
 
   listThreads();
   let last = performance.now();
-  let lastOwn = own();
-  let lastRuns = runTimes();
+  let lastThreads = readThreads();
   let ticks = 0;
   setInterval(() => {
     const now = performance.now();
-    const mine = own();
     if (++ticks % 200 === 0) listThreads();
-    const runs = runTimes();
-    if (now - last > TICK_MS + LATE_MS && mine !== undefined && lastOwn !== undefined) {
+    const threads = readThreads();
+    const mine = threads.get(self);
+    const lastMine = lastThreads.get(self);
+    if (now - last > TICK_MS + LATE_MS && mine !== undefined && lastMine !== undefined) {
       const gap = {
         wall: Date.now(),
-        gapMs: Math.round((now - last) * 100) / 100,
-        ranMs: Math.round((mine.runNs - lastOwn.runNs) / 1e4) / 100,
-        waitedMs: Math.round((mine.waitNs - lastOwn.waitNs) / 1e4) / 100,
-        slices: mine.slices - lastOwn.slices,
-        others: runByName(lastRuns, runs, names, self, 0.05),
+        gapMs: round(now - last, 2),
+        ranMs: round((mine.runNs - lastMine.runNs) / 1e6, 2),
+        waitedMs: round((mine.waitNs - lastMine.waitNs) / 1e6, 2),
+        slices: mine.slices - lastMine.slices,
+        others: runByName(lastThreads, threads, names, self, 0.05),
         gcs: overlapping(gcs, last, now),
       };
       appendFileSync(`${out}.gaps.jsonl`, `${JSON.stringify(gap)}\n`);
     }
     last = now;
-    lastOwn = mine;
-    lastRuns = runs;
+    lastThreads = threads;
   }, TICK_MS).unref();
 
-  let secondRuns = runTimes();
+  let secondThreads = readThreads();
   setInterval(() => {
-    const runs = runTimes();
-    const threads = runByName(secondRuns, runs, new Map([...names, [self, 'main']]), '', 0.5);
-    secondRuns = runs;
+    const now = readThreads();
+    const threads = runByName(secondThreads, now, names, '', 0.5);
+    secondThreads = now;
     const heapMb: Record<string, number> = {};
     for (const space of getHeapSpaceStatistics())
-      if (space.space_used_size > 1e6)
-        heapMb[space.space_name] = Math.round(space.space_used_size / 1e5) / 10;
+      if (space.space_used_size > 1e6) heapMb[space.space_name] = round(space.space_used_size / 1e6, 1);
     const collections = Object.fromEntries(
-      [...perSecond].map(([kind, [count, ms]]) => [kind, { count, ms: Math.round(ms * 10) / 10 }]),
+      [...perSecond].map(([kind, [count, ms]]) => [kind, { count, ms: round(ms, 1) }]),
     );
     perSecond = new Map();
     const second = {

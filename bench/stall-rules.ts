@@ -2,6 +2,7 @@
  * Pure rules of the stall probe (bench/stall-probe.ts): reading Linux's per-thread scheduler
  * statistics and turning two readings into what ran in between.
  */
+import { round } from './stats.js';
 
 /** `/proc/<pid>/task/<tid>/schedstat`: time on a CPU, time waiting for one (ns), and time slices. */
 export interface Schedstat {
@@ -18,21 +19,21 @@ export function parseSchedstat(text: string): Schedstat | undefined {
 }
 
 /**
- * How long each thread ran between two readings (thread id → run ns), in ms per thread name (V8's
- * helpers share one name, so they add up), leaving out `skip` (the reading thread) and anything
+ * How long each thread ran between two readings (thread id → its schedstat), in ms per thread name
+ * (V8's helpers share one name, so they add up), leaving out `skip` (the reading thread) and anything
  * under `minMs`. A thread that appeared in between counts from zero; one that ended, not at all.
  */
 export function runByName(
-  before: ReadonlyMap<string, number>,
-  after: ReadonlyMap<string, number>,
+  before: ReadonlyMap<string, Schedstat>,
+  after: ReadonlyMap<string, Schedstat>,
   names: ReadonlyMap<string, string>,
   skip: string,
   minMs: number,
 ): Record<string, number> {
   const byName: Record<string, number> = {};
-  for (const [tid, run] of after) {
+  for (const [tid, { runNs }] of after) {
     if (tid === skip) continue;
-    const ms = (run - (before.get(tid) ?? 0)) / 1e6;
+    const ms = (runNs - (before.get(tid)?.runNs ?? 0)) / 1e6;
     if (ms <= 0) continue;
     const name = names.get(tid) ?? tid;
     byName[name] = (byName[name] ?? 0) + ms;
@@ -40,7 +41,7 @@ export function runByName(
   return Object.fromEntries(
     Object.entries(byName)
       .filter(([, ms]) => ms >= minMs)
-      .map(([name, ms]) => [name, Math.round(ms * 100) / 100]),
+      .map(([name, ms]) => [name, round(ms, 2)]),
   );
 }
 
@@ -56,5 +57,5 @@ export interface GcEntry {
 export function overlapping(gcs: readonly GcEntry[], from: number, to: number): [number, number][] {
   return gcs
     .filter((g) => g.start < to && g.start + g.duration > from)
-    .map((g) => [Math.round(g.duration * 100) / 100, g.kind]);
+    .map((g) => [round(g.duration, 2), g.kind]);
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { overlapping, parseSchedstat, runByName } from '../../bench/stall-rules.js';
+import { overlapping, parseSchedstat, runByName, type Schedstat } from '../../bench/stall-rules.js';
 
 describe('parseSchedstat', () => {
   it.each([
@@ -21,6 +21,8 @@ describe('runByName', () => {
     ['13', 'WorkerThread'],
   ]);
   const ms = (n: number): number => n * 1e6;
+  const toMap = (rows: readonly (readonly [string, number])[]): Map<string, Schedstat> =>
+    new Map(rows.map(([tid, runNs]) => [tid, { runNs, waitNs: 0, slices: 0 }]));
   it.each([
     {
       name: 'helpers add up under their shared name; the reading thread is left out',
@@ -55,7 +57,6 @@ describe('runByName', () => {
       want: {},
     },
   ] as const)('$name', ({ before, after, want }) => {
-    const toMap = (rows: readonly (readonly [string, number])[]): Map<string, number> => new Map(rows);
     expect(runByName(toMap(before), toMap(after), names, '10', 0.05)).toEqual(want);
   });
 });
