@@ -19,6 +19,8 @@ export type Phase = (typeof PHASES)[number];
 export interface Settings {
   readonly quick: boolean;
   readonly profile: boolean;
+  /** Linux perf's CPU-time samples over the `cpu` phase, by kind of work (bench/perf-record.ts). */
+  readonly perf: boolean;
   readonly keep: boolean;
   readonly only: ReadonlySet<Phase>;
   /** Measured seconds per h2load run, plus the leading seconds left out (connection setup). */
@@ -52,9 +54,12 @@ export function parseArgs(argv: readonly string[]): Settings {
   } else {
     for (const p of PHASES) only.add(p);
   }
+  const perf = argv.includes('--perf');
+  if (perf && !only.has('cpu')) throw new Error('--perf samples the cpu phase: run it too (--only cpu)');
   return {
     quick,
     profile: argv.includes('--profile'),
+    perf,
     keep: argv.includes('--keep'),
     only,
     durationS: quick ? 1 : 6,
