@@ -46,12 +46,12 @@ function rounded(t: Tail): Record<string, number> {
 /**
  * The `steady` phase: the condition of issue 17 — a large closed-loop load first (request-log table
  * grown, pools and heap aged), then a long fixed-rate run at each of the issue's rates (1,000 req/s,
- * then 500), reporting the tail (p99.9, max), not only the usual percentiles. Direct, the reference
- * forwarder and the raw TLS relay run the same rate after the proxy, for the added figures, the CPU
- * comparison and the machine's own floor.
+ * then 500), reporting the tail (p99.9, max), not only the usual percentiles. The proxy runs them over
+ * HTTP/1.1, then over HTTP/2; direct, the reference forwarder and the raw TLS relay run the same rates
+ * after it, for the added figures, the CPU comparison and the machine's own floor.
  */
 export async function steadyPhase(ctx: PhaseContext): Promise<void> {
-  const { s, b, direct, proxy, forwarder, relay } = ctx;
+  const { s, b, direct, proxy, proxyH2, forwarder, relay } = ctx;
   const perConcurrency = Math.round(s.steadyPreloadRequests / s.concurrencies.length);
   for (const connections of s.concurrencies) {
     const res = await b.load(proxy, {
@@ -76,7 +76,8 @@ export async function steadyPhase(ctx: PhaseContext): Promise<void> {
   // proxy, idle after its runs, did its memory reduction a minute later, and V8 followed it with
   // collections for ~25 s, inside a reference's run when runs are shorter than the default.
   const onCpu0 = [proxy, forwarder, relay].map((sc) => sc.cpuPid);
-  for (const sc of [proxy, direct, forwarder, relay]) {
+  // The proxy over HTTP/2 (browsers' protocol) right after its HTTP/1.1 runs, in the same process.
+  for (const sc of [proxy, proxyH2, direct, forwarder, relay]) {
     const others = onCpu0.filter((pid) => pid !== sc.cpuPid);
     await b.children.pausedWhile(others, () => measureRates(ctx, sc, perRate));
   }
@@ -132,21 +133,24 @@ function reportRate(
   preload: number,
   runs: RateRuns,
 ): Record<string, unknown> {
-  const { s, b, direct, proxy, forwarder, relay } = ctx;
+  const { s, b, direct, proxy, proxyH2, forwarder, relay } = ctx;
   const { tails, out } = runs;
   const d = tails.get(direct);
   const p = tails.get(proxy);
+  const h2 = tails.get(proxyH2);
   const w = tails.get(forwarder);
   const r = tails.get(relay);
-  if (d === undefined || p === undefined || w === undefined || r === undefined)
+  if (d === undefined || p === undefined || h2 === undefined || w === undefined || r === undefined)
     throw new Error('missing result');
   const stalls = overDirect(p, d);
   out.proxy_requests_over_direct_p50_plus_10ms = stalls;
   // The same count for the references: what the target's "no request over +10 ms" meets on this
   // machine before any tokenproxy code runs (the relay does nothing a proxy could skip).
+  out.proxy_h2_requests_over_direct_p50_plus_10ms = overDirect(h2, d);
   out.forwarder_requests_over_direct_p50_plus_10ms = overDirect(w, d);
   out.relay_requests_over_direct_p50_plus_10ms = overDirect(r, d);
   out.added = added(p, d);
+  out.proxy_h2_added = added(h2, d);
   out.forwarder_added = added(w, d);
   out.relay_added = added(r, d);
   b.row(
@@ -157,6 +161,13 @@ function reportRate(
     'ms',
   );
   b.row(`  added over direct @${rate} req/s, p50/p99/p99.9`, '', addedText(p, d), '', 'ms');
+  b.row(
+    '  proxy over h2, same rate',
+    '',
+    tailText(h2),
+    `${addedText(h2, d)}; ${overDirect(h2, d)} over +${STALL_MS} ms`,
+    'ms',
+  );
   b.row(
     '  reference forwarder, same rate',
     '',
