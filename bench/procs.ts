@@ -19,7 +19,12 @@ export class Children {
 
   start(name: string, cmd: string, args: readonly string[], options: SpawnOptions = {}): Child {
     const proc = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], ...options });
-    if (proc.pid === undefined) throw new Error(`could not start ${name} (${cmd})`);
+    if (proc.pid === undefined) {
+      // The spawn error (ENOENT, EACCES) is emitted a tick later: without a listener it would
+      // crash the driver instead of letting this error say what failed.
+      proc.once('error', () => undefined);
+      throw new Error(`could not start ${name} (${cmd}: not found or not executable)`);
+    }
     let resolveExit: (v: number | string) => void = () => undefined;
     const exited = new Promise<number | string>((resolve) => (resolveExit = resolve));
     const child: Child = { name, proc, pid: proc.pid, exited, stdout: '', stderr: '' };

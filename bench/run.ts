@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --profile] [-- --only latency,throughput,…] [-- --keep] [-- --no-pin]`
+ * `npm run bench [-- --quick] [-- --profile] [-- --perf] [-- --only latency,throughput,…] [-- --keep] [-- --no-pin]`
  *
  * Starts, on loopback only, a stand-in HTTPS provider (own process, CPU 1) and `bin/tokenproxy serve`
  * (CPU 0), then measures direct (load generator → stand-in) against proxied (load generator → proxy

@@ -55,7 +55,8 @@ export function parseArgs(argv: readonly string[]): Settings {
     for (const p of PHASES) only.add(p);
   }
   const perf = argv.includes('--perf');
-  if (perf && !only.has('cpu')) throw new Error('--perf samples the cpu phase: run it too (--only cpu)');
+  if (perf && !only.has('cpu'))
+    throw new Error('--perf samples the cpu phase: add cpu to --only (e.g. --only cpu or --only steady,cpu)');
   return {
     quick,
     profile: argv.includes('--profile'),

@@ -1,6 +1,14 @@
 import { join } from 'node:path';
-import { perfTallies, startPerfRecord } from '../perf-record.js';
-import { PERF_CATEGORIES, perRequest, type PerfTally } from '../perf-rules.js';
+import type { Bench } from '../load/bench.js';
+import { perfTallies, PERF_NEEDS, withPerfRecord } from '../perf-record.js';
+import {
+  emptyTally,
+  PERF_CATEGORIES,
+  perRequest,
+  perThread,
+  tallyProblem,
+  type PerfTally,
+} from '../perf-rules.js';
 import { fmt } from '../report.js';
 import { median, pairedRatios, round } from '../stats.js';
 import type { PhaseContext } from './context.js';
@@ -20,19 +28,15 @@ export async function cpuPhase(ctx: PhaseContext): Promise<void> {
   const requests = s.quick ? { warmup: 500, run: 2_000 } : { warmup: 10_000, run: 20_000 };
   const perfFile = join(ctx.tmp, 'cpu-phase.perf.data');
   const pids = [proxy.cpuPid, forwarder.cpuPid];
-  const recorder = s.perf ? await startPerfRecord(b.children, pids, perfFile) : undefined;
-  let r;
-  try {
-    r = await b.interleaved(`cpu c=${connections}`, [proxy, forwarder], { connections, rounds, requests });
-  } finally {
-    if (recorder !== undefined) await b.children.stop(recorder, 10_000);
-  }
+  const measure = (): ReturnType<Bench['interleaved']> =>
+    b.interleaved(`cpu c=${connections}`, [proxy, forwarder], { connections, rounds, requests });
+  const r = s.perf ? await withPerfRecord(b.children, pids, perfFile, measure) : await measure();
   const p = r.get(proxy.name);
   const w = r.get(forwarder.name);
   if (p === undefined || w === undefined) throw new Error('missing result');
   const ratios = pairedRatios(p.cpuRounds, w.cpuRounds);
   const ratio = median(ratios);
-  b.results.cpu = {
+  const result: Record<string, unknown> = {
     connections,
     rounds,
     requests_per_run: requests.run,
@@ -43,6 +47,7 @@ export async function cpuPhase(ctx: PhaseContext): Promise<void> {
     by_round: { proxy: p.cpuRounds.map((v) => round(v, 1)), forwarder: w.cpuRounds.map((v) => round(v, 1)) },
     rps: { proxy: round(p.rps, 1), forwarder: round(w.rps, 1) },
   };
+  b.results.cpu = result;
   b.row(
     `CPU per forwarded request, ${connections} conns, ${rounds} rounds`,
     '',
@@ -50,25 +55,38 @@ export async function cpuPhase(ctx: PhaseContext): Promise<void> {
     `${fmt(ratio)}× the forwarder (rounds ${fmt(Math.min(...ratios))}–${fmt(Math.max(...ratios))})`,
     'µs',
   );
-  if (recorder !== undefined) {
-    const tallies = await perfTallies(b.children, perfFile, pids);
-    reportPerf(ctx, tallies.get(proxy.cpuPid), p.cpuUs, tallies.get(forwarder.cpuPid), w.cpuUs);
+  if (s.perf) {
+    const { tallies, unparsed } = await perfTallies(b.children, perfFile, pids);
+    const proxyTally = tallies.get(proxy.cpuPid) ?? emptyTally();
+    const forwarderTally = tallies.get(forwarder.cpuPid) ?? emptyTally();
+    for (const [name, tally] of [
+      ['proxy', proxyTally],
+      ['forwarder', forwarderTally],
+    ] as const) {
+      const problem = tallyProblem(name, tally);
+      if (problem !== undefined) {
+        throw new Error(
+          `--perf: ${problem} (${unparsed} lines of perf script not understood)\n${PERF_NEEDS}`,
+        );
+      }
+    }
+    const perf = reportPerf(b, proxyTally, p.cpuUs, forwarderTally, w.cpuUs);
+    result.perf = { ...perf, unparsed_lines: unparsed };
   }
 }
 
 /**
- * The CPU per request of each system split by kind of work, in the table and the JSON: each kind's
- * share of the process's samples (warm-ups included) times its measured µs per request.
+ * The CPU per request of each system split by kind of work and by thread, as table rows; returns the
+ * same for the JSON. Each kind's share of the process's samples (warm-ups included) times its
+ * measured µs per request.
  */
 function reportPerf(
-  ctx: PhaseContext,
-  proxyTally: PerfTally | undefined,
+  b: Bench,
+  proxyTally: PerfTally,
   proxyUs: number,
-  forwarderTally: PerfTally | undefined,
+  forwarderTally: PerfTally,
   forwarderUs: number,
-): void {
-  const { b } = ctx;
-  if (proxyTally === undefined || forwarderTally === undefined) throw new Error('missing perf tally');
+): Record<string, unknown> {
   const proxyBy = perRequest(proxyTally, proxyUs);
   const forwarderBy = perRequest(forwarderTally, forwarderUs);
   const byCategory: Record<string, { proxy: number; forwarder: number }> = {};
@@ -78,24 +96,16 @@ function reportPerf(
     byCategory[category] = { proxy: round(pu, 1), forwarder: round(fu, 1) };
     b.row(`  perf: ${category}`, '', `${fmt(pu)} (forwarder ${fmt(fu)})`, `${fmt(pu - fu)} more`, 'µs');
   }
-  const threads = (tally: PerfTally, us: number): string =>
-    [...tally.byThread]
-      .sort((x, y) => y[1] - x[1])
-      .map(([name, n]) => `${name} ${fmt((n / tally.samples) * us)}`)
-      .join(', ');
-  b.row(
-    '  perf: by thread',
-    '',
-    threads(proxyTally, proxyUs),
-    `forwarder: ${threads(forwarderTally, forwarderUs)}`,
-    'µs',
-  );
-  (b.results.cpu as Record<string, unknown>).perf = {
+  const proxyThreads = perThread(proxyTally, proxyUs);
+  const forwarderThreads = perThread(forwarderTally, forwarderUs);
+  const text = (byThread: Map<string, number>): string =>
+    [...byThread].map(([name, us]) => `${name} ${fmt(us)}`).join(', ');
+  b.row('  perf: by thread', '', text(proxyThreads), `forwarder: ${text(forwarderThreads)}`, 'µs');
+  const rounded = (byThread: Map<string, number>): Record<string, number> =>
+    Object.fromEntries([...byThread].map(([name, us]) => [name, round(us, 1)]));
+  return {
     samples: { proxy: proxyTally.samples, forwarder: forwarderTally.samples },
     us_per_request_by_category: byCategory,
-    samples_by_thread: {
-      proxy: Object.fromEntries(proxyTally.byThread),
-      forwarder: Object.fromEntries(forwarderTally.byThread),
-    },
+    us_per_request_by_thread: { proxy: rounded(proxyThreads), forwarder: rounded(forwarderThreads) },
   };
 }

@@ -13,7 +13,10 @@ describe('parseArgs', () => {
   });
 
   it.each([
-    [['--only', 'steady', '--perf'], '--perf samples the cpu phase: run it too (--only cpu)'],
+    [
+      ['--only', 'steady', '--perf'],
+      '--perf samples the cpu phase: add cpu to --only (e.g. --only cpu or --only steady,cpu)',
+    ],
     [['--only', 'cpus'], '--only: unknown phase "cpus"'],
   ])('%j is refused', (argv, message) => {
     expect(() => parseArgs(argv)).toThrow(message);
