@@ -144,9 +144,9 @@ function reportRate(
     throw new Error('missing result');
   const stalls = overDirect(p, d);
   out.proxy_requests_over_direct_p50_plus_10ms = stalls;
+  out.proxy_h2_requests_over_direct_p50_plus_10ms = overDirect(h2, d);
   // The same count for the references: what the target's "no request over +10 ms" meets on this
   // machine before any tokenproxy code runs (the relay does nothing a proxy could skip).
-  out.proxy_h2_requests_over_direct_p50_plus_10ms = overDirect(h2, d);
   out.forwarder_requests_over_direct_p50_plus_10ms = overDirect(w, d);
   out.relay_requests_over_direct_p50_plus_10ms = overDirect(r, d);
   out.added = added(p, d);
@@ -183,15 +183,17 @@ function reportRate(
     `${addedText(r, d)}; ${overDirect(r, d)} over +${STALL_MS} ms`,
     'ms',
   );
-  const gc = (out[proxy.name] as { gc?: Record<string, number> }).gc;
-  if (gc !== undefined)
+  for (const sc of [proxy, proxyH2]) {
+    const gc = (out[sc.name] as { gc?: Record<string, number> }).gc;
+    if (gc === undefined) continue;
     b.row(
-      '  proxy: GC pauses over 10 ms; longest event-loop delay',
+      `  ${sc.name}: GC pauses over 10 ms; longest event-loop delay`,
       '',
       `${gc.pauses_over_10ms}; ${fmt(gc.event_loop_delay_max_ms as number)} ms`,
       `scavenge ${fmt(gc.scavenge_mean_ms as number)} ms mean, ${fmt(gc.scavenges_per_1000_requests as number)} per 1,000 requests`,
       '',
     );
+  }
   return out;
 }
 
