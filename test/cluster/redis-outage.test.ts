@@ -59,8 +59,11 @@ describe.skipIf(!postgres?.available)('two serve processes while Redis goes away
   }, 180_000);
 
   afterAll(async () => {
-    await cluster?.stop();
-    await Promise.all([mock?.close(), redis?.stop(), db?.cleanup()]);
+    try {
+      await cluster?.stop();
+    } finally {
+      await Promise.all([mock?.close(), redis?.stop(), db?.cleanup()]);
+    }
   });
 
   it('a token made on one member forwards on the other; Redis is up and /readyz is ready', async () => {

@@ -189,8 +189,11 @@ export async function startTestCluster(options: ClusterOptions): Promise<TestClu
   const settled = await Promise.allSettled(starts);
   const servers = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
   const stopAll = async (): Promise<void> => {
-    await Promise.all(servers.map((s) => s.stop()));
+    // Every member is stopped (or killed) before a hung one's error is passed on.
+    const stopped = await Promise.allSettled(servers.map((s) => s.stop()));
     await rm(work, { recursive: true, force: true });
+    const hung = stopped.find((s) => s.status === 'rejected');
+    if (hung !== undefined) throw hung.reason;
   };
   const failed = settled.find((s) => s.status === 'rejected');
   if (failed !== undefined) {

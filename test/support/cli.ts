@@ -44,9 +44,16 @@ export interface ServerProcess {
   /** Everything printed so far. */
   stdout(): string;
   stderr(): string;
-  /** SIGTERM, then waits for exit; resolves to the exit code. */
-  stop(): Promise<number | null>;
+  /**
+   * SIGTERM, then waits for exit; resolves to the exit code. A process still running after
+   * `graceMs` is killed and the call rejects with its last output: a shutdown that hangs fails the
+   * test by name and with what the process said, instead of as a hook timeout that leaves it running.
+   */
+  stop(graceMs?: number): Promise<number | null>;
 }
+
+/** Under vitest's 60 s hook timeout, and over the longest drain a test sets (30 s) plus shutdown. */
+const STOP_GRACE_MS = 45_000;
 
 /** Starts `tokenproxy serve` on free ports and resolves once both listeners are up. */
 export function startServe(
@@ -81,10 +88,20 @@ export function startServe(
           proxyUrl: proxy,
           stdout: () => stdout,
           stderr: () => stderr,
-          async stop() {
+          async stop(graceMs = STOP_GRACE_MS) {
             if (child.exitCode !== null) return child.exitCode;
             child.kill('SIGTERM');
-            return exited;
+            let timer: NodeJS.Timeout | undefined;
+            const late = new Promise<'late'>((r) => (timer = setTimeout(() => r('late'), graceMs)));
+            const code = await Promise.race([exited, late]);
+            clearTimeout(timer);
+            if (code !== 'late') return code;
+            child.kill('SIGKILL');
+            await exited;
+            throw new Error(
+              `tokenproxy serve (pid ${String(child.pid)}) did not exit within ${graceMs} ms of SIGTERM; ` +
+                `its last output:\n${stderr.slice(-2000)}\n${stdout.slice(-4000)}`,
+            );
           },
         });
       }
