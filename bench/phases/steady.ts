@@ -161,28 +161,19 @@ function reportRate(
     'ms',
   );
   b.row(`  added over direct @${rate} req/s, p50/p99/p99.9`, '', addedText(p, d), '', 'ms');
-  b.row(
-    '  proxy over h2, same rate',
-    '',
-    tailText(h2),
-    `${addedText(h2, d)}; ${overDirect(h2, d)} over +${STALL_MS} ms`,
-    'ms',
-  );
-  b.row(
-    '  reference forwarder, same rate',
-    '',
-    tailText(w),
-    `${addedText(w, d)}; ${overDirect(w, d)} over +${STALL_MS} ms`,
-    'ms',
-  );
+  // Each system beside the proxy: its tail, its added figures and its stall count, on one row.
+  const beside = (label: string, t: Tail): void =>
+    b.row(
+      `  ${label}, same rate`,
+      '',
+      tailText(t),
+      `${addedText(t, d)}; ${overDirect(t, d)} over +${STALL_MS} ms`,
+      'ms',
+    );
+  beside('proxy over h2', h2);
+  beside('reference forwarder', w);
   // The floor: no HTTP, no allocation per request worth a collection; what crossing CPUs costs here.
-  b.row(
-    '  raw TLS relay, same rate',
-    '',
-    tailText(r),
-    `${addedText(r, d)}; ${overDirect(r, d)} over +${STALL_MS} ms`,
-    'ms',
-  );
+  beside('raw TLS relay', r);
   for (const sc of [proxy, proxyH2]) {
     const gc = (out[sc.name] as { gc?: Record<string, number> }).gc;
     if (gc === undefined) continue;
