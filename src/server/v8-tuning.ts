@@ -63,6 +63,22 @@ export const HEAP_GROWING_FLAG = '--heap-growing-percent';
 export const SERVE_HEAP_GROWING_PERCENT = 100;
 
 /**
+ * V8's memory reducer: after a full collection it looks at each thread every 8 s, and one that
+ * allocates little is taken for idle and given memory-reducing collections (every page compacted,
+ * maps dropped with the optimized code that embeds them); a watchdog starts one anyway once 100 s
+ * have passed since the last full collection. The request-log thread allocates little between its
+ * batches and looked idle at 1,000 req/s, and the fixed growing factor above makes 100 s without a
+ * full collection the rule in steady state: a trace of the bench's steady phase had two of the log
+ * thread's (59.8 and 18.1 ms) and the watchdog's on the proxy's thread (25.3 ms after 41.8 ms of
+ * marking) on the proxy's one CPU under load (issue 17, docs/performance.md round twelve).
+ * tokenproxy reduces memory itself once a busy spell has been followed by a quiet minute
+ * (src/server/idle-memory.ts), so V8's own is off. V8 reads this flag only when a thread's heap is
+ * set up, and NODE_OPTIONS refuses it.
+ */
+export const MEMORY_REDUCER_FLAG = '--memory-reducer';
+export const SERVE_MEMORY_REDUCER = '--no-memory-reducer';
+
+/**
  * The flags `serve` must restart with: each of its start-time flags that the operator did not choose
  * (on node's command line or in NODE_OPTIONS, which always win). Empty: no restart. `cpus` is what
  * the process may run on (`os.availableParallelism()`, which honours `taskset` and cpusets); `--workers`
@@ -75,14 +91,23 @@ export function serveRestartFlags(
   workers = 1,
 ): string[] {
   const options = (nodeOptions ?? '').split(/\s+/);
+  // V8 reads `_` and `-` alike in a flag's name, and a boolean flag is chosen in either sense.
+  const name = (arg: string): string => {
+    const eq = arg.indexOf('=');
+    return (eq === -1 ? arg : arg.slice(0, eq)).replaceAll('_', '-');
+  };
   const chosen = (flag: string): boolean => {
-    const is = (arg: string): boolean => arg === flag || arg.startsWith(`${flag}=`);
+    const is = (arg: string): boolean => {
+      const n = name(arg);
+      return n === flag || n === flag.replace(/^--/, '--no-');
+    };
     return execArgv.some(is) || options.some(is);
   };
   const flags: string[] = [];
   if (!chosen(SEMI_SPACE_FLAG)) flags.push(`${SEMI_SPACE_FLAG}=${SERVE_SEMI_SPACE_MB}`);
   if (!chosen(POOL_SIZE_FLAG)) flags.push(`${POOL_SIZE_FLAG}=${servePoolSize(cpus, workers)}`);
   if (!chosen(HEAP_GROWING_FLAG)) flags.push(`${HEAP_GROWING_FLAG}=${SERVE_HEAP_GROWING_PERCENT}`);
+  if (!chosen(MEMORY_REDUCER_FLAG)) flags.push(SERVE_MEMORY_REDUCER);
   return flags;
 }
 

@@ -192,6 +192,7 @@ describe('serve --workers 2 (the real binary)', () => {
       expect(cmdline).toContain(`--v8-pool-size=${pool}`);
       expect(cmdline).toContain('--max-semi-space-size=8');
       expect(cmdline).toContain('--heap-growing-percent=100');
+      expect(cmdline).toContain('--no-memory-reducer');
     }
     // Counted where Node names them (24); on 22 the flag above is what can be checked.
     for (const pid of pids) {

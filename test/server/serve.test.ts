@@ -74,7 +74,7 @@ describe('tokenproxy serve (the real binary, embedded defaults)', () => {
     }
   });
 
-  it('runs with the 8 MB semi-space, CPUs − 1 V8 helper threads and a fixed heap growing factor, replacing its own process (same pid)', async () => {
+  it("runs with the 8 MB semi-space, CPUs − 1 V8 helper threads, a fixed heap growing factor and V8's memory reducer off, replacing its own process (same pid)", async () => {
     // Linux only, as the bench and CI are: /proc shows the command line the process now runs.
     const pid = server.child.pid as number;
     const cmdline = await cmdlineOf(pid);
@@ -82,6 +82,7 @@ describe('tokenproxy serve (the real binary, embedded defaults)', () => {
     expect(cmdline).toContain('--max-semi-space-size=8');
     expect(cmdline).toContain(`--v8-pool-size=${pool}`);
     expect(cmdline).toContain('--heap-growing-percent=100');
+    expect(cmdline).toContain('--no-memory-reducer');
     expect(cmdline).toContain('serve');
     // Node's default is 4 helpers whatever the machine: on CI's 2 CPUs this is 1. Counted where Node
     // names them (24); on 22 the flag above is what can be checked.
@@ -166,9 +167,13 @@ describe('tokenproxy serve: restarts, refusals and shutdown', () => {
       restartedWith: [
         `--v8-pool-size=${servePoolSize(availableParallelism())}`,
         '--heap-growing-percent=100',
+        '--no-memory-reducer',
       ],
     },
-    { options: '--max-semi-space-size=4 --v8-pool-size=2', restartedWith: ['--heap-growing-percent=100'] },
+    {
+      options: '--max-semi-space-size=4 --v8-pool-size=2',
+      restartedWith: ['--heap-growing-percent=100', '--no-memory-reducer'],
+    },
   ])(
     "keeps the operator's own flags (NODE_OPTIONS $options), adding only the others",
     async ({ options, restartedWith }) => {

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { serveRestartFlags, servePoolSize } from '../../src/server/v8-tuning.js';
 
 const GROWING = '--heap-growing-percent=100';
-const ALL = ['--max-semi-space-size=8', '--v8-pool-size=1', GROWING];
+const NO_REDUCER = '--no-memory-reducer';
+const ALL = ['--max-semi-space-size=8', '--v8-pool-size=1', GROWING, NO_REDUCER];
 
 // `serve` restarts itself once with its start-time flags, each unless the operator chose it.
 describe('serveRestartFlags', () => {
@@ -21,26 +22,34 @@ describe('serveRestartFlags', () => {
       execArgv: ['--max-semi-space-size=8'],
       nodeOptions: undefined,
       cpus: 1,
-      want: ['--v8-pool-size=1', GROWING],
+      want: ['--v8-pool-size=1', GROWING, NO_REDUCER],
     },
     {
       name: 'restarted by an older version (semi-space and pool)',
       execArgv: ['--max-semi-space-size=8', '--v8-pool-size=1'],
       nodeOptions: undefined,
       cpus: 2,
-      want: [GROWING],
+      want: [GROWING, NO_REDUCER],
+    },
+    {
+      name: 'restarted by an older version (three flags)',
+      execArgv: ['--max-semi-space-size=8', '--v8-pool-size=1', GROWING],
+      nodeOptions: undefined,
+      cpus: 2,
+      want: [NO_REDUCER],
     },
     {
       name: 'operator semi-space, separate value',
       execArgv: ['--max-semi-space-size', '32'],
       nodeOptions: '',
       cpus: 8,
-      want: ['--v8-pool-size=4', GROWING],
+      want: ['--v8-pool-size=4', GROWING, NO_REDUCER],
     },
     {
-      // Node refuses --heap-growing-percent in NODE_OPTIONS: only node's command line can set it.
-      name: 'operator NODE_OPTIONS and command line, all three',
-      execArgv: ['--heap-growing-percent=50'],
+      // Node refuses --heap-growing-percent and --memory-reducer in NODE_OPTIONS: only node's command
+      // line can set them.
+      name: 'operator NODE_OPTIONS and command line, all four',
+      execArgv: ['--heap-growing-percent=50', '--memory-reducer'],
       nodeOptions: '--foo  --max-semi-space-size=2 --v8-pool-size=3',
       cpus: 2,
       want: [],
@@ -50,21 +59,40 @@ describe('serveRestartFlags', () => {
       execArgv: ['--heap-growing-percent=30'],
       nodeOptions: undefined,
       cpus: 2,
-      want: ['--max-semi-space-size=8', '--v8-pool-size=1'],
+      want: ['--max-semi-space-size=8', '--v8-pool-size=1', NO_REDUCER],
+    },
+    {
+      name: "operator keeps V8's memory reducer",
+      execArgv: ['--memory-reducer'],
+      nodeOptions: undefined,
+      cpus: 2,
+      want: ['--max-semi-space-size=8', '--v8-pool-size=1', GROWING],
+    },
+    {
+      name: 'operator flags spelled with underscores, as V8 accepts them',
+      execArgv: ['--no_memory_reducer', '--heap_growing_percent=40'],
+      nodeOptions: '--max_semi_space_size=4',
+      cpus: 2,
+      want: ['--v8-pool-size=1'],
     },
     {
       name: 'operator pool size on the command line',
       execArgv: ['--v8-pool-size', '2'],
       nodeOptions: undefined,
       cpus: 16,
-      want: ['--max-semi-space-size=8', GROWING],
+      want: ['--max-semi-space-size=8', GROWING, NO_REDUCER],
     },
     {
       name: 'longer flags of other names',
-      execArgv: ['--max-semi-space-size-x=1', '--v8-pool-size-y=2', '--heap-growing-percent-z=3'],
+      execArgv: [
+        '--max-semi-space-size-x=1',
+        '--v8-pool-size-y=2',
+        '--heap-growing-percent-z=3',
+        '--memory-reducer-for-small-heaps',
+      ],
       nodeOptions: undefined,
       cpus: 3,
-      want: ['--max-semi-space-size=8', '--v8-pool-size=2', GROWING],
+      want: ['--max-semi-space-size=8', '--v8-pool-size=2', GROWING, NO_REDUCER],
     },
     {
       name: '8 CPUs shared by 4 workers',
@@ -72,7 +100,7 @@ describe('serveRestartFlags', () => {
       nodeOptions: undefined,
       cpus: 8,
       workers: 4,
-      want: ['--max-semi-space-size=8', '--v8-pool-size=1', GROWING],
+      want: ['--max-semi-space-size=8', '--v8-pool-size=1', GROWING, NO_REDUCER],
     },
   ])('$name → $want', ({ execArgv, nodeOptions, cpus, workers, want }) => {
     expect(serveRestartFlags(execArgv, nodeOptions, cpus, workers)).toEqual(want);
