@@ -41,10 +41,28 @@ export const SERVE_SEMI_SPACE_MB = 8;
 export const POOL_SIZE_FLAG = '--v8-pool-size';
 export const MAX_POOL_SIZE = 4;
 
-export function servePoolSize(cpus: number, workers = 1): number {
-  const share = Math.floor(cpus / Math.max(1, workers));
-  return Math.min(MAX_POOL_SIZE, Math.max(1, share - 1));
+/** The CPUs one serving process may count on: `workers` processes share what `cpus` gives them. */
+export function serveCpuShare(cpus: number, workers = 1): number {
+  return Math.max(1, Math.floor(cpus / Math.max(1, workers)));
 }
+
+export function servePoolSize(cpus: number, workers = 1): number {
+  return Math.min(MAX_POOL_SIZE, Math.max(1, serveCpuShare(cpus, workers) - 1));
+}
+
+/**
+ * A young-generation collection (scavenge) is split between the thread that needs it and V8's
+ * helpers, and that thread waits until the helpers' part is done. A process with one CPU to itself
+ * (its share of the machine, a `taskset` or a cpuset) runs that part one thread at a time, with
+ * hand-overs between them: at 1,000 req/s in the bench's steady phase the proxy's thread spent ~0.9
+ * ms of each 2.6 ms pause waiting while the helper did its 0.74 ms on the same CPU. With the whole
+ * scavenge on the proxy's thread, three alternated pairs of steady runs counted about half as many
+ * requests over +10 ms (issue 17, docs/performance.md round twelve). With more than one CPU the
+ * helpers can run beside it, so the flag is only set for a share of one CPU. Concurrent marking and
+ * compiling keep their helper either way. NODE_OPTIONS refuses the flag; node's command line takes it.
+ */
+export const PARALLEL_SCAVENGE_FLAG = '--parallel-scavenge';
+export const SERVE_NO_PARALLEL_SCAVENGE = '--no-parallel-scavenge';
 
 /**
  * How far V8 lets the old generation grow past what the last full collection kept, in percent.
@@ -108,6 +126,9 @@ export function serveRestartFlags(
   if (!chosen(POOL_SIZE_FLAG)) flags.push(`${POOL_SIZE_FLAG}=${servePoolSize(cpus, workers)}`);
   if (!chosen(HEAP_GROWING_FLAG)) flags.push(`${HEAP_GROWING_FLAG}=${SERVE_HEAP_GROWING_PERCENT}`);
   if (!chosen(MEMORY_REDUCER_FLAG)) flags.push(SERVE_MEMORY_REDUCER);
+  if (serveCpuShare(cpus, workers) === 1 && !chosen(PARALLEL_SCAVENGE_FLAG)) {
+    flags.push(SERVE_NO_PARALLEL_SCAVENGE);
+  }
   return flags;
 }
 

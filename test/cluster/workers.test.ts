@@ -3,7 +3,7 @@ import os, { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { servePoolSize } from '../../src/server/v8-tuning.js';
+import { serveCpuShare, servePoolSize } from '../../src/server/v8-tuning.js';
 import { cmdlineOf, runCli, startServe, v8HelperThreads, type ServerProcess } from '../support/cli.js';
 import {
   MOCK_CHAT_MODEL,
@@ -193,6 +193,8 @@ describe('serve --workers 2 (the real binary)', () => {
       expect(cmdline).toContain('--max-semi-space-size=8');
       expect(cmdline).toContain('--heap-growing-percent=100');
       expect(cmdline).toContain('--no-memory-reducer');
+      // CI's 2 CPUs shared by 2 workers: one each, so each scavenges on its own thread.
+      expect(cmdline.includes('--no-parallel-scavenge')).toBe(serveCpuShare(availableParallelism(), 2) === 1);
     }
     // Counted where Node names them (24); on 22 the flag above is what can be checked.
     for (const pid of pids) {

@@ -4,7 +4,7 @@ import os, { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { servePoolSize } from '../../src/server/v8-tuning.js';
+import { serveCpuShare, servePoolSize } from '../../src/server/v8-tuning.js';
 import { BIN, cmdlineOf, runCli, startServe, v8HelperThreads, type ServerProcess } from '../support/cli.js';
 
 const API_KEY_RE = /svc_sk_[1-9A-HJ-NP-Za-km-z]{43}/;
@@ -83,6 +83,8 @@ describe('tokenproxy serve (the real binary, embedded defaults)', () => {
     expect(cmdline).toContain(`--v8-pool-size=${pool}`);
     expect(cmdline).toContain('--heap-growing-percent=100');
     expect(cmdline).toContain('--no-memory-reducer');
+    // Only a process with one CPU to itself scavenges on its own thread (below, under taskset).
+    expect(cmdline.includes('--no-parallel-scavenge')).toBe(serveCpuShare(availableParallelism()) === 1);
     expect(cmdline).toContain('serve');
     // Node's default is 4 helpers whatever the machine: on CI's 2 CPUs this is 1. Counted where Node
     // names them (24); on 22 the flag above is what can be checked.
@@ -161,6 +163,7 @@ describe('tokenproxy serve: restarts, refusals and shutdown', () => {
     }
   });
 
+  const oneCpu = serveCpuShare(availableParallelism()) === 1 ? ['--no-parallel-scavenge'] : [];
   it.each([
     {
       options: '--max-semi-space-size=4',
@@ -168,11 +171,12 @@ describe('tokenproxy serve: restarts, refusals and shutdown', () => {
         `--v8-pool-size=${servePoolSize(availableParallelism())}`,
         '--heap-growing-percent=100',
         '--no-memory-reducer',
+        ...oneCpu,
       ],
     },
     {
       options: '--max-semi-space-size=4 --v8-pool-size=2',
-      restartedWith: ['--heap-growing-percent=100', '--no-memory-reducer'],
+      restartedWith: ['--heap-growing-percent=100', '--no-memory-reducer', ...oneCpu],
     },
   ])(
     "keeps the operator's own flags (NODE_OPTIONS $options), adding only the others",
@@ -190,6 +194,34 @@ describe('tokenproxy serve: restarts, refusals and shutdown', () => {
       }
     },
   );
+
+  it('pinned to one CPU (taskset), it runs one V8 helper and scavenges on its own thread, still pinned', async () => {
+    const dir = await tempDir();
+    const pinned = await startServe(['--data-dir', dir], {}, { pinToCpu: 0 });
+    try {
+      const pid = pinned.child.pid as number;
+      const cmdline = await cmdlineOf(pid);
+      expect(cmdline.slice(1, cmdline.indexOf(BIN))).toEqual([
+        '--max-semi-space-size=8',
+        '--v8-pool-size=1',
+        '--heap-growing-percent=100',
+        '--no-memory-reducer',
+        '--no-parallel-scavenge',
+      ]);
+      // The restart (execve) keeps the affinity: the server's own threads are all on CPU 0.
+      const status = await readFile(`/proc/${pid}/status`, 'utf8');
+      expect(/^Cpus_allowed_list:\s*(\S+)$/m.exec(status)?.[1]).toBe('0');
+      const res = await request(`${pinned.proxyUrl}/openai/v1/models`, {
+        dispatcher: new Agent({ connect: { ca: await readFile(path.join(dir, 'tls', 'cert.pem'), 'utf8') } }),
+      });
+      expect(res.statusCode).toBe(401);
+      await res.body.dump();
+      expect(await pinned.stop()).toBe(0);
+    } finally {
+      await pinned.stop();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 
   it('refuses to start when master.key is readable by others, naming the file and the fix', async () => {
     const dataDir = await tempDir();

@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { serveRestartFlags, servePoolSize } from '../../src/server/v8-tuning.js';
+import { serveCpuShare, serveRestartFlags, servePoolSize } from '../../src/server/v8-tuning.js';
 
 const GROWING = '--heap-growing-percent=100';
 const NO_REDUCER = '--no-memory-reducer';
 const ALL = ['--max-semi-space-size=8', '--v8-pool-size=1', GROWING, NO_REDUCER];
+const NO_PARALLEL = '--no-parallel-scavenge';
 
 // `serve` restarts itself once with its start-time flags, each unless the operator chose it.
 describe('serveRestartFlags', () => {
@@ -22,7 +23,7 @@ describe('serveRestartFlags', () => {
       execArgv: ['--max-semi-space-size=8'],
       nodeOptions: undefined,
       cpus: 1,
-      want: ['--v8-pool-size=1', GROWING, NO_REDUCER],
+      want: ['--v8-pool-size=1', GROWING, NO_REDUCER, NO_PARALLEL],
     },
     {
       name: 'restarted by an older version (semi-space and pool)',
@@ -102,6 +103,57 @@ describe('serveRestartFlags', () => {
       workers: 4,
       want: ['--max-semi-space-size=8', '--v8-pool-size=1', GROWING, NO_REDUCER],
     },
+    {
+      name: 'one CPU (taskset, a cpuset)',
+      execArgv: [],
+      nodeOptions: undefined,
+      cpus: 1,
+      want: [...ALL, NO_PARALLEL],
+    },
+    {
+      name: 'one CPU, already restarted',
+      execArgv: [...ALL, NO_PARALLEL],
+      nodeOptions: undefined,
+      cpus: 1,
+      want: [],
+    },
+    {
+      name: 'one CPU, restarted by an older version (four flags)',
+      execArgv: ALL,
+      nodeOptions: undefined,
+      cpus: 1,
+      want: [NO_PARALLEL],
+    },
+    {
+      name: "one CPU, operator keeps V8's parallel scavenge",
+      execArgv: ['--parallel-scavenge'],
+      nodeOptions: undefined,
+      cpus: 1,
+      want: ALL,
+    },
+    {
+      name: 'one CPU, operator spells it with underscores',
+      execArgv: ['--no_parallel_scavenge'],
+      nodeOptions: undefined,
+      cpus: 1,
+      want: ALL,
+    },
+    {
+      name: '2 CPUs shared by 2 workers: one CPU each',
+      execArgv: [],
+      nodeOptions: undefined,
+      cpus: 2,
+      workers: 2,
+      want: [...ALL, NO_PARALLEL],
+    },
+    {
+      name: '8 CPUs shared by 3 workers: two each',
+      execArgv: [],
+      nodeOptions: undefined,
+      cpus: 8,
+      workers: 3,
+      want: ALL,
+    },
   ])('$name → $want', ({ execArgv, nodeOptions, cpus, workers, want }) => {
     expect(serveRestartFlags(execArgv, nodeOptions, cpus, workers)).toEqual(want);
   });
@@ -125,5 +177,20 @@ describe('servePoolSize', () => {
     [16, 3, 4],
   ])('%i CPUs, %i workers → %i helper threads each', (cpus, workers, want) => {
     expect(servePoolSize(cpus, workers)).toBe(want);
+  });
+});
+
+// What one serving process may count on: never 0, whatever the machine and the workers.
+describe('serveCpuShare', () => {
+  it.each([
+    [1, 1, 1],
+    [2, 1, 2],
+    [2, 2, 1],
+    [2, 4, 1],
+    [0, 1, 1],
+    [8, 3, 2],
+    [64, 0, 64],
+  ])('%i CPUs, %i workers → %i CPUs each', (cpus, workers, want) => {
+    expect(serveCpuShare(cpus, workers)).toBe(want);
   });
 });

@@ -59,10 +59,13 @@ const STOP_GRACE_MS = 45_000;
 export function startServe(
   args: string[],
   env: Record<string, string | undefined> = {},
+  options: { readonly pinToCpu?: number } = {},
 ): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [BIN, 'serve', '--api-port', '0', '--proxy-port', '0', ...args], {
-    env: cleanEnv(env),
-  });
+  const command = [process.execPath, BIN, 'serve', '--api-port', '0', '--proxy-port', '0', ...args];
+  // `taskset` execs node in its own process, so the pid is the server's, pinned from its first line.
+  const [file, ...argv] =
+    options.pinToCpu === undefined ? command : ['taskset', '-c', String(options.pinToCpu), ...command];
+  const child = spawn(file as string, argv, { env: cleanEnv(env) });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
