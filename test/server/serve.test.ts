@@ -198,6 +198,9 @@ describe('tokenproxy serve: restarts, refusals and shutdown', () => {
   it('pinned to one CPU (taskset), it runs one V8 helper and scavenges on its own thread, still pinned', async () => {
     const dir = await tempDir();
     const pinned = await startServe(['--data-dir', dir], {}, { pinToCpu: 0 });
+    const dispatcher = new Agent({
+      connect: { ca: await readFile(path.join(dir, 'tls', 'cert.pem'), 'utf8') },
+    });
     try {
       const pid = pinned.child.pid as number;
       const cmdline = await cmdlineOf(pid);
@@ -211,14 +214,13 @@ describe('tokenproxy serve: restarts, refusals and shutdown', () => {
       // The restart (execve) keeps the affinity: the server's own threads are all on CPU 0.
       const status = await readFile(`/proc/${pid}/status`, 'utf8');
       expect(/^Cpus_allowed_list:\s*(\S+)$/m.exec(status)?.[1]).toBe('0');
-      const res = await request(`${pinned.proxyUrl}/openai/v1/models`, {
-        dispatcher: new Agent({ connect: { ca: await readFile(path.join(dir, 'tls', 'cert.pem'), 'utf8') } }),
-      });
+      const res = await request(`${pinned.proxyUrl}/openai/v1/models`, { dispatcher });
       expect(res.statusCode).toBe(401);
       await res.body.dump();
       expect(await pinned.stop()).toBe(0);
     } finally {
       await pinned.stop();
+      await dispatcher.close();
       await rm(dir, { recursive: true, force: true });
     }
   });
