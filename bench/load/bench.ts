@@ -109,6 +109,9 @@ export class Bench {
       // The references take the same diagnosis flags when asked, so a probe compares like with like.
       [...profiled, ...nodeArgs, ...diagnosisNodeArgs('BENCH_REFERENCE_NODE_ARGS')],
     );
+    // Diagnosis only: a reference's stdout (e.g. its `--trace-gc-nvp` lines) kept in `<file>.<name>`.
+    const tee = process.env.BENCH_REFERENCE_STDOUT;
+    if (tee !== undefined) child.proc.stdout?.pipe(createWriteStream(`${tee}.${name}`));
     const scenario: Scenario = {
       name,
       cpuPid: pid,

@@ -12,7 +12,13 @@ import { requestOrigin } from '../rules/origin-match.js';
 import type { Hold } from '../usage/budget-guard.js';
 import { isVaultError } from '../vault/vault.js';
 import type { ProxyDeps } from './deps.js';
-import { responseCompleted, type ProxyRequest, type ProxyResponse } from './exchange-io.js';
+import {
+  breakResponse,
+  requestHasBody,
+  responseCompleted,
+  type ProxyRequest,
+  type ProxyResponse,
+} from './exchange-io.js';
 import {
   NO_ORIGIN_MESSAGE,
   providerMismatchMessage,
@@ -23,6 +29,7 @@ import {
 } from './errors.js';
 import type { ProxyHandler } from './handler.js';
 import { Relay, type RelayOwner } from './relay.js';
+import { collectBody, collectedLength } from './request-body.js';
 import type { TokenEntry } from './token-cache.js';
 import type { Upstream } from './upstream.js';
 import { admitBudget, NO_USAGE, recordedUsage, UNBUDGETED, type BudgetAdmission } from './usage-meter.js';
@@ -59,9 +66,15 @@ export class Exchange implements RelayOwner {
   #country: string | null | undefined;
   /** `RateLimit-*` headers for the forwarded response of a rate-limited token. */
   limitHeaders: readonly string[] | null = null;
-  /** A budgeted request's reservation, settled when it is over; its body replayed after the peek. */
+  /** A budgeted request's reservation, settled when it is over. */
   #hold: Hold | null = null;
-  #body: Readable | null = null;
+  /**
+   * What goes upstream as the body, once known: a small body read whole (request-body.ts), a budget
+   * peek's body, or the request itself, streamed; null until then, and for a request without one.
+   */
+  #body: Buffer | Readable | null = null;
+  /** Time spent waiting for the client's body before forwarding: the client's time, not ours. */
+  bodyWaitMs = 0;
   #requestModel: string | null = null;
 
   constructor(ctx: ProxyHandler, req: ProxyRequest, res: ProxyResponse) {
@@ -100,7 +113,7 @@ export class Exchange implements RelayOwner {
   refuse(code: ProxyErrorCode, extraHeaders?: readonly string[] | null, message?: string): void {
     writeProxyError(this.res, code, this.requestId, this.originHeader, extraHeaders, message);
     this.errorCode = code;
-    this.addedMs = performance.now() - this.start;
+    this.addedMs = performance.now() - this.start - this.bodyWaitMs;
   }
 
   storeFailed(err: unknown): void {
@@ -255,9 +268,32 @@ export class Exchange implements RelayOwner {
 
   #send(): void {
     if (this.#clientGone) return;
+    if (this.#body === null && requestHasBody(this.req)) {
+      const length = collectedLength(this.req.headers);
+      if (length === null) {
+        this.#body = this.req;
+      } else {
+        const whole = collectBody(this.req, length);
+        if (whole instanceof Promise) {
+          const waitFrom = performance.now();
+          void whole.then((body) => this.#collected(body, waitFrom));
+          return;
+        }
+        this.#body = whole;
+      }
+    }
     const entry = this.#token as TokenEntry;
     const token = entry.token;
     this.#forward(this.upstream as Upstream, token.keyId, token.accountId, entry.ciphertext as Buffer);
+  }
+
+  #collected(body: Buffer | null, waitFrom: number): void {
+    this.bodyWaitMs = performance.now() - waitFrom;
+    if (this.#clientGone) return;
+    // The client went away mid-body, or sent other than it declared: nothing sound to forward.
+    if (body === null) return breakResponse(this.res);
+    this.#body = body;
+    this.#send();
   }
 
   /** The request as the anomaly log records it; built only when an anomaly is found. */
@@ -318,7 +354,7 @@ export class Exchange implements RelayOwner {
       return this.refuse('internal_error');
     }
     this.#relay = relay;
-    relay.start(this.suffix, this.#body ?? this.req);
+    relay.start(this.suffix, this.#body);
   }
 
   // ---- end of the exchange -----------------------------------------------------------------

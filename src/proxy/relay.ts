@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import { errorSummary } from '../errors/summary.js';
 import type { UsageScanner } from '../usage/usage-scanner.js';
-import { breakResponse, requestHasBody, type ProxyRequest, type ProxyResponse } from './exchange-io.js';
+import { breakResponse, type ProxyRequest, type ProxyResponse } from './exchange-io.js';
 import { writeProxyError, type ProxyErrorCode } from './errors.js';
 import { relayedHeaders, responseHasBody, upstreamHeaders } from './headers.js';
 import { KeyPatterns } from './key-encodings.js';
@@ -31,6 +31,8 @@ export interface RelayOwner {
   readonly start: number;
   /** Time tokenproxy itself spent on the request; the relay adds its share. */
   addedMs: number;
+  /** Time spent waiting for the client's body before forwarding, left out of `addedMs`. */
+  readonly bodyWaitMs: number;
   /** The proxy's own error answer, when the provider could not be reached. */
   errorCode: ProxyErrorCode | null;
 }
@@ -65,8 +67,11 @@ export class Relay implements Dispatcher.DispatchHandler {
     this.#redactor = new StreamRedactor(this.#patterns.patterns);
   }
 
-  /** Sends the request to the provider; `body` is the client's request or a budget peek's replay. */
-  start(suffix: string, body: Readable): void {
+  /**
+   * Sends the request to the provider. `body` is a small body read whole, the client's request to
+   * stream, or a budget peek's body; null for a request without one.
+   */
+  start(suffix: string, body: Buffer | Readable | null): void {
     const ex = this.#ex;
     const req = ex.req;
     const upstream = this.#upstream;
@@ -80,13 +85,13 @@ export class Relay implements Dispatcher.DispatchHandler {
       upstream.bearer ? `Bearer ${keyText}` : keyText,
     );
     this.#sentAt = performance.now();
-    ex.addedMs = this.#sentAt - ex.start;
+    ex.addedMs = this.#sentAt - ex.start - ex.bodyWaitMs;
     upstream.pool.dispatch(
       {
         path: upstreamPath(upstream.basePath, suffix),
         method: req.method ?? 'GET',
         headers,
-        body: requestHasBody(req) ? body : null,
+        body,
       },
       this,
     );

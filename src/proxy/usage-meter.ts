@@ -56,7 +56,7 @@ export type BudgetAdmission =
   | {
       readonly ok: true;
       readonly hold: Hold;
-      readonly body: Readable | null;
+      readonly body: Buffer | Readable | null;
       readonly model: string | null;
     }
   | { readonly ok: false; readonly headers: readonly string[] | null; readonly message: string }

@@ -187,11 +187,12 @@ class LogChannel {
         this.#options.logger.warn('log worker did not finish in time; records still queued are lost');
         void worker.terminate();
       }, this.#options.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS);
-      this.#closed = () => {
+      const closed = (): void => {
         clearTimeout(timeout);
         this.#drops.report();
         resolve();
       };
+      this.#closed = closed;
       worker.postMessage({ t: 'close' } satisfies ToLogThread);
     });
   }

@@ -5,8 +5,8 @@ export interface PeekedBody {
   readonly prefix: Buffer;
   /** The prefix is the whole body. */
   readonly complete: boolean;
-  /** The whole body again, prefix first, for the upstream request. */
-  readonly body: Readable;
+  /** The whole body again for the upstream request: the prefix itself when complete, else a replay. */
+  readonly body: Buffer | Readable;
 }
 
 /**
@@ -25,7 +25,8 @@ export function peekBody(req: Readable, max: number): Promise<PeekedBody | null>
       req.off('close', onGone);
       if (complete === null) return resolve(null);
       const prefix = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
-      const body = Readable.from(replay(prefix, complete ? null : req), { objectMode: false });
+      // A whole body goes upstream as the Buffer it already is (no stream: request-body.ts says why).
+      const body = complete ? prefix : Readable.from(replay(prefix, req), { objectMode: false });
       resolve({ prefix, complete, body });
     };
     const onData = (chunk: Buffer): void => {
@@ -45,7 +46,7 @@ export function peekBody(req: Readable, max: number): Promise<PeekedBody | null>
   });
 }
 
-async function* replay(prefix: Buffer, rest: Readable | null): AsyncGenerator<Buffer> {
+async function* replay(prefix: Buffer, rest: Readable): AsyncGenerator<Buffer> {
   if (prefix.length > 0) yield prefix;
-  if (rest !== null) for await (const chunk of rest) yield chunk as Buffer;
+  for await (const chunk of rest) yield chunk as Buffer;
 }
