@@ -29,9 +29,10 @@ export function collectedLength(
 }
 
 /**
- * Reads a body of `length` bytes whole. When all of it has already arrived (the common case: a small
- * body comes in the same read as its headers) it is taken at once; otherwise the promise resolves when
- * it ends. Resolves null when the client goes away first, or sends other than it declared.
+ * Reads a body of `length` bytes whole. When all of it is already buffered in the stream it is taken
+ * at once; otherwise (usually: the request handler runs before the parser has passed on the body, even
+ * when both came in one read) the promise resolves when the body ends. Resolves null when the client
+ * goes away first, or sends other than it declared.
  */
 export function collectBody(body: Readable, length: number): Buffer | Promise<Buffer | null> {
   if (body.readableLength === length && !body.readableFlowing) {
