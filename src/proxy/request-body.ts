@@ -43,32 +43,56 @@ export function collectBody(body: Readable, length: number): Buffer | Promise<Bu
     return whole;
   }
   if (body.readableEnded || body.destroyed) return Promise.resolve(null);
+  // One byte past the declared length is enough to know the client sent more than it said.
+  return readUntil(body, length + 1).then((part) =>
+    part !== null && part.ended && part.size === length ? concatChunks(part.chunks, part.size) : null,
+  );
+}
+
+/** What `readUntil` read: its chunks in order, their total size, and whether the stream ended. */
+export interface ReadPart {
+  readonly chunks: readonly Buffer[];
+  readonly size: number;
+  /** The stream ended; otherwise `stopAt` was reached and the rest is left in the (paused) stream. */
+  readonly ended: boolean;
+}
+
+/**
+ * Reads `stream` until it ends or at least `stopAt` bytes have come, whichever is first; past
+ * `stopAt` it pauses the stream and leaves the rest in it. Resolves null when the stream errors or
+ * closes first (the client went away). Shared by the whole-body read above and the budget peek.
+ */
+export function readUntil(stream: Readable, stopAt: number): Promise<ReadPart | null> {
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    const finish = (result: Buffer | null): void => {
-      body.off('data', onData);
-      body.off('end', onEnd);
-      body.off('error', onGone);
-      body.off('close', onGone);
+    const finish = (result: ReadPart | null): void => {
+      stream.off('data', onData);
+      stream.off('end', onEnd);
+      stream.off('error', onGone);
+      stream.off('close', onGone);
       resolve(result);
     };
     const onData = (chunk: Buffer): void => {
-      size += chunk.length;
-      if (size > length) return finish(null);
       chunks.push(chunk);
+      size += chunk.length;
+      if (size >= stopAt) {
+        stream.pause();
+        finish({ chunks, size, ended: false });
+      }
     };
-    const onEnd = (): void => finish(size === length ? concat(chunks, size) : null);
+    const onEnd = (): void => finish({ chunks, size, ended: true });
     const onGone = (): void => finish(null);
-    body.on('data', onData);
-    body.once('end', onEnd);
-    body.once('error', onGone);
-    body.once('close', onGone);
+    stream.on('data', onData);
+    stream.once('end', onEnd);
+    stream.once('error', onGone);
+    stream.once('close', onGone);
   });
 }
 
 const EMPTY = Buffer.alloc(0);
 
-function concat(chunks: Buffer[], size: number): Buffer {
+/** The chunks as one Buffer, without a copy when there is only one. */
+export function concatChunks(chunks: readonly Buffer[], size: number): Buffer {
   return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
 }
