@@ -1,4 +1,4 @@
-import type { ProxyRequest, ProxyResponse } from './exchange-io.js';
+import { sendHead, type ProxyRequest, type ProxyResponse } from './exchange-io.js';
 
 /**
  * CORS of the proxy (DESIGN §4). Browsers are the main callers: preflights carry no token, so they
@@ -71,7 +71,7 @@ export function isPreflight(req: ProxyRequest): boolean {
 
 /** 204 allowing the requesting origin, the methods, and the requested headers (echoed). */
 export function writePreflight(res: ProxyResponse, origin: string, requestHeaders: string | undefined): void {
-  res.writeHead(204, [
+  sendHead(res, 204, [
     'access-control-allow-origin',
     origin,
     'access-control-allow-methods',

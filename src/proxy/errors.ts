@@ -1,6 +1,6 @@
 import { ERROR_CODES } from '../errors/codes.js';
 import { EXPOSE_HEADERS } from './cors.js';
-import type { ProxyResponse } from './exchange-io.js';
+import { sendHead, type ProxyResponse } from './exchange-io.js';
 
 /** The codes the proxy answers with itself (DESIGN §4 table), each with its fixed human sentence. */
 export const PROXY_ERROR_MESSAGES = {
@@ -154,7 +154,7 @@ export function writeProxyError(
     );
   }
   if (extra !== undefined && extra !== null) for (const item of extra) headers.push(item);
-  res.writeHead(prepared.status, headers);
+  sendHead(res, prepared.status, headers);
   res.end(body);
   return prepared.status;
 }

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import { errorSummary } from '../errors/summary.js';
 import type { UsageScanner } from '../usage/usage-scanner.js';
-import { breakResponse, type ProxyRequest, type ProxyResponse } from './exchange-io.js';
+import { breakResponse, sendHead, writeBody, type ProxyRequest, type ProxyResponse } from './exchange-io.js';
 import { writeProxyError, type ProxyErrorCode } from './errors.js';
 import { relayedHeaders, responseHasBody, upstreamHeaders } from './headers.js';
 import { KeyPatterns } from './key-encodings.js';
@@ -142,7 +142,7 @@ export class Relay implements Dispatcher.DispatchHandler {
       ex.requestId,
       ex.limitHeaders,
     );
-    res.writeHead(status, out);
+    sendHead(res, status, out);
     if (hasBody) this.scanner = scannerFor(upstreamHeaders['content-type']);
     // A stream's first bytes may be a while coming: let the client see the status now.
     if (hasBody && upstreamHeaders['content-length'] === undefined) res.flushHeaders();
@@ -155,7 +155,7 @@ export class Relay implements Dispatcher.DispatchHandler {
     this.scanner?.write(chunk);
     const out = this.#redactor.write(chunk);
     if (out.length === 0) return;
-    if (!res.write(out)) {
+    if (!writeBody(res, out)) {
       controller.pause();
       if (!this.#drainHooked) {
         this.#drainHooked = true;
