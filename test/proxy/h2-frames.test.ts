@@ -46,8 +46,12 @@ async function framesOf(url: string, headers: Record<string, string>, body?: str
     }
     args.push(url);
     // nghttp exits non-zero when a stream is reset; its frame log is what is asserted.
-    const stdout = await new Promise<string>((resolve) => {
-      execFile('nghttp', args, { timeout: 20_000 }, (_err, out) => resolve(out));
+    const stdout = await new Promise<string>((resolve, reject) => {
+      execFile('nghttp', args, { timeout: 20_000 }, (err, out) => {
+        if ((err as NodeJS.ErrnoException | null)?.code === 'ENOENT') {
+          reject(new Error("nghttp not found: install Debian's nghttp2-client (.ci/run does)"));
+        } else resolve(out);
+      });
     });
     const status = /recv \(stream_id=\d+\) :status: (\d+)/.exec(stdout)?.[1];
     return { status: status === undefined ? undefined : Number(status), frames: parseFrames(stdout) };
