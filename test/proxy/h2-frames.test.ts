@@ -22,6 +22,8 @@ const REAL_KEY = 'sk-proj-FRAMES-REALKEY-1c5e9a3b7d2f';
 const END_STREAM = 0x1;
 
 interface Frame {
+  /** The HTTP/2 stream it came on. */
+  readonly stream: number;
   readonly type: string;
   readonly length: number;
   readonly flags: number;
@@ -62,7 +64,7 @@ async function framesOf(url: string, headers: Record<string, string>, body?: str
 
 function parseFrames(log: string): Frame[] {
   const lines = log.split('\n');
-  const received: (Frame & { stream: number })[] = [];
+  const received: Frame[] = [];
   for (let i = 0; i < lines.length; i++) {
     const m = /recv (\w+) frame <length=(\d+), flags=0x([0-9a-f]+), stream_id=(\d+)>/.exec(lines[i] ?? '');
     if (m === null) continue;
@@ -79,14 +81,7 @@ function parseFrames(log: string): Frame[] {
   // priority-only streams, which receive nothing).
   const stream = received.find((f) => f.type === 'HEADERS' || f.type === 'RST_STREAM')?.stream;
   if (stream === undefined) throw new Error(`nghttp received no answer:\n${log}`);
-  return received
-    .filter((f) => f.stream === stream)
-    .map((f) => ({
-      type: f.type,
-      length: f.length,
-      flags: f.flags,
-      ...(f.errorCode === undefined ? {} : { errorCode: f.errorCode }),
-    }));
+  return received.filter((f) => f.stream === stream);
 }
 
 function describeFrames(frames: readonly Frame[]): string {
