@@ -13,7 +13,8 @@ import type { Hold } from '../usage/budget-guard.js';
 import { isVaultError } from '../vault/vault.js';
 import type { ProxyDeps } from './deps.js';
 import {
-  breakResponse,
+  bodyToForward,
+  bodyToRead,
   requestHasBody,
   responseCompleted,
   type ProxyRequest,
@@ -271,9 +272,9 @@ export class Exchange implements RelayOwner {
     if (this.#body === null && requestHasBody(this.req)) {
       const length = collectedLength(this.req.headers);
       if (length === null) {
-        this.#body = this.req;
+        this.#body = bodyToForward(this.req);
       } else {
-        const whole = collectBody(this.req, length);
+        const whole = collectBody(bodyToRead(this.req), length);
         if (whole instanceof Promise) {
           const waitFrom = performance.now();
           void whole.then((body) => this.#collected(body, waitFrom));
@@ -291,7 +292,11 @@ export class Exchange implements RelayOwner {
     this.bodyWaitMs = performance.now() - waitFrom;
     if (this.#clientGone) return;
     // The client went away mid-body, or sent other than it declared: nothing sound to forward.
-    if (body === null) return breakResponse(this.res);
+    // Destroying the response breaks it: HTTP/1.1 loses its connection, an h2 stream is reset.
+    if (body === null) {
+      this.res.destroy();
+      return;
+    }
     this.#body = body;
     this.#send();
   }

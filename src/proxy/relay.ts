@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import { errorSummary } from '../errors/summary.js';
 import type { UsageScanner } from '../usage/usage-scanner.js';
-import { breakResponse, sendHead, writeBody, type ProxyRequest, type ProxyResponse } from './exchange-io.js';
+import { sendHead, type ProxyRequest, type ProxyResponse } from './exchange-io.js';
 import { writeProxyError, type ProxyErrorCode } from './errors.js';
 import { relayedHeaders, responseHasBody, upstreamHeaders } from './headers.js';
 import { KeyPatterns } from './key-encodings.js';
@@ -155,7 +155,7 @@ export class Relay implements Dispatcher.DispatchHandler {
     this.scanner?.write(chunk);
     const out = this.#redactor.write(chunk);
     if (out.length === 0) return;
-    if (!writeBody(res, out)) {
+    if (!res.write(out)) {
       controller.pause();
       if (!this.#drainHooked) {
         this.#drainHooked = true;
@@ -185,8 +185,9 @@ export class Relay implements Dispatcher.DispatchHandler {
       logUpstreamFailure(ex.logger, err, ex.requestId, this.#upstream.id, code, res.headersSent);
     }
     if (res.headersSent) {
-      // The provider broke off mid-answer: end the client's response as broken too, never hang it.
-      breakResponse(res);
+      // The provider broke off mid-answer: end the client's response as broken too, never hang it
+      // (HTTP/1.1 loses its connection, an h2 stream is reset with INTERNAL_ERROR).
+      res.destroy();
       return;
     }
     const failedAt = performance.now();

@@ -1,8 +1,20 @@
-import { createServer as createHttpServer, type ServerOptions } from 'node:http';
-import { createSecureServer, type SecureServerOptions, type ServerHttp2Session } from 'node:http2';
+import {
+  createServer as createHttpServer,
+  type IncomingMessage,
+  type ServerOptions,
+  type ServerResponse,
+} from 'node:http';
+import {
+  createSecureServer,
+  type Http2SecureServer,
+  type Http2ServerRequest,
+  type Http2ServerResponse,
+  type SecureServerOptions,
+  type ServerHttp2Session,
+} from 'node:http2';
 import type { AddressInfo, Server, Socket } from 'node:net';
 import type { ProxyDeps } from './deps.js';
-import type { ProxyResponse } from './exchange-io.js';
+import { serveStream, type H2Peer } from './h2-stream.js';
 import { ProxyHandler } from './handler.js';
 
 export interface ProxyServerOptions {
@@ -75,14 +87,38 @@ const H2_OPTIONS: SecureServerOptions = {
   maxSessionInvalidFrames: 1000,
 };
 
+/**
+ * Takes HTTP/1.1 requests of an HTTP/2 server's `request` event, and leaves its HTTP/2 streams to the
+ * sessions' `stream` event (serveStream). A `request` listener is how `allowHTTP1` hands HTTP/1.1
+ * requests over, but adding one also makes Node serve every HTTP/2 stream through its compatibility
+ * layer, by a `stream` listener of its own: that listener is taken off again here. Should a Node
+ * version serve HTTP/2 requests to `request` some other way, they are ignored there, never answered
+ * twice.
+ */
+function serveHttp1Only(
+  server: Http2SecureServer,
+  handle: (req: IncomingMessage, res: ServerResponse) => void,
+): void {
+  const before = new Set(server.listeners('stream'));
+  server.on(
+    'request',
+    (req: Http2ServerRequest | IncomingMessage, res: Http2ServerResponse | ServerResponse) => {
+      if (req.httpVersionMajor === 1) handle(req as IncomingMessage, res as ServerResponse);
+    },
+  );
+  for (const listener of server.listeners('stream')) {
+    if (!before.has(listener)) server.off('stream', listener as (...args: unknown[]) => void);
+  }
+}
+
 function offerHttp1Only({ protocols }: { protocols: string[] }): string | undefined {
   return protocols.includes('http/1.1') ? 'http/1.1' : undefined;
 }
 
 /**
  * The proxy listener, no framework. With TLS (1.3 only) it speaks HTTP/2 and HTTP/1.1 on one port,
- * chosen by ALPN (`h2`, `http/1.1`), through node:http2's compatibility API, so one request handler
- * serves both; plain HTTP (`insecure_http`) is HTTP/1.1 only. Request and response bodies are
+ * chosen by ALPN (`h2`, `http/1.1`): HTTP/1.1 requests come as node:http's, HTTP/2 ones as streams
+ * (h2-stream.ts), and one request handler serves both; plain HTTP (`insecure_http`) is HTTP/1.1 only. Request and response bodies are
  * streamed through; nothing is parsed beyond the request head. Upstream is HTTP/1.1 keep-alive pools.
  */
 export function createProxyServer(deps: ProxyDeps, options: ProxyServerOptions = {}): ProxyServer {
@@ -99,13 +135,16 @@ export function createProxyServer(deps: ProxyDeps, options: ProxyServerOptions =
       cert: options.tls.cert,
       minVersion: 'TLSv1.3',
     });
-    // @types/node omits Http2ServerResponse#flushHeaders, which Node has had since v8.4.
-    h2.on('request', (req, res) => handler.handle(req, res as unknown as ProxyResponse));
+    serveHttp1Only(h2, handler.handle);
     h2.on('session', (session: ServerHttp2Session) => {
       sessions.add(session);
       session.once('close', () => sessions.delete(session));
       // The session window starts at 64 KiB whatever SETTINGS say; widen it as soon as it exists.
       session.setLocalWindowSize(H2_SESSION_WINDOW);
+      const peer: H2Peer = { remoteAddress: session.socket.remoteAddress };
+      session.on('stream', (stream, headers, _flags, rawHeaders) =>
+        serveStream(handler.handle, stream, headers, rawHeaders, peer),
+      );
     });
     // An idle session is asked to go away; its open streams (a long completion) still finish.
     h2.setTimeout(IDLE_TIMEOUT_MS);

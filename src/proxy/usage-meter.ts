@@ -1,4 +1,4 @@
-import { requestHasBody, type ProxyRequest } from './exchange-io.js';
+import { bodyToForward, requestHasBody, type ProxyRequest } from './exchange-io.js';
 import type { Readable } from 'node:stream';
 import type { TokenRecord } from '../store/records.js';
 import { describeBudget } from '../usage/budget.js';
@@ -101,7 +101,7 @@ async function reserveBudget(
   now: number,
 ): Promise<BudgetAdmission> {
   const hasBody = requestHasBody(req);
-  const peeked = hasBody ? await peekBody(req, REQUEST_PREFIX_BYTES) : null;
+  const peeked = hasBody ? await peekBody(bodyToForward(req), REQUEST_PREFIX_BYTES) : null;
   if (hasBody && peeked === null) return null;
   const hints = peeked === null ? { model: null, maxOutputTokens: null } : requestHints(peeked.prefix);
   const length = Number(req.headers['content-length']);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { h2Headers } from '../../src/proxy/exchange-io.js';
+import { h2Headers } from '../../src/proxy/h2-stream.js';
 
 describe('h2Headers: a flat header list as the HTTP/2 header object', () => {
   it.each([

@@ -1,0 +1,248 @@
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+import type { ServerHttp2Stream } from 'node:http2';
+import { Readable } from 'node:stream';
+
+/**
+ * HTTP/2 requests served on their streams (node:http2's core API), not through Node's compatibility
+ * layer, which gave every stream a Readable request and a Stream response of its own, each with its
+ * own listeners on the stream (docs/performance.md, round sixteen). `H2Request` and `H2Response` are
+ * what the exchange needs of the stream, and nothing more; exchange-io.ts is where the two
+ * protocols meet.
+ */
+
+/** The peer of a session, read once when it starts, shared by its streams' requests. */
+export interface H2Peer {
+  readonly remoteAddress: string | undefined;
+}
+
+export class H2Request {
+  readonly stream: ServerHttp2Stream;
+  readonly headers: IncomingHttpHeaders;
+  /** Flat `[name, value, …]`, starting with the pseudo-headers (`:method`, `:path`, …). */
+  readonly rawHeaders: string[];
+  readonly socket: H2Peer;
+  #body: H2RequestBody | null = null;
+
+  constructor(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, rawHeaders: string[], peer: H2Peer) {
+    this.stream = stream;
+    this.headers = headers;
+    this.rawHeaders = rawHeaders;
+    this.socket = peer;
+  }
+
+  get method(): string | undefined {
+    return this.headers[':method'] as string | undefined;
+  }
+
+  /** Origin-form target, as `IncomingMessage#url`. */
+  get url(): string | undefined {
+    return this.headers[':path'] as string | undefined;
+  }
+
+  /** The body as a stream of its own, made on first use (see H2RequestBody). */
+  get body(): Readable {
+    return (this.#body ??= new H2RequestBody(this.stream));
+  }
+}
+
+/**
+ * A request body to hand on (to undici, or to the budget peek's replay), which may destroy it when
+ * the upstream fails. Destroying the stream itself would reset the client's answer with it, before
+ * the proxy could say 502; destroying this leaves the stream alone and lets the rest of the body be
+ * read and dropped, as node:http dumps an unread HTTP/1.1 body, so the client can take its answer.
+ * Only bodies that are streamed get one: small bodies are read straight off the stream.
+ */
+export class H2RequestBody extends Readable {
+  readonly #stream: ServerHttp2Stream;
+  #reading = false;
+  #ended = false;
+
+  constructor(stream: ServerHttp2Stream) {
+    super();
+    this.#stream = stream;
+  }
+
+  override _read(): void {
+    const stream = this.#stream;
+    if (!this.#reading) {
+      this.#reading = true;
+      stream.on('data', this.#onData);
+      stream.once('end', this.#onEnd);
+      stream.once('close', this.#onClose);
+    }
+    stream.resume();
+  }
+
+  override _destroy(err: Error | null, callback: (err?: Error | null) => void): void {
+    const stream = this.#stream;
+    stream.off('data', this.#onData);
+    stream.off('end', this.#onEnd);
+    stream.off('close', this.#onClose);
+    if (!this.#ended && !stream.destroyed) stream.resume();
+    callback(err);
+  }
+
+  readonly #onData = (chunk: Buffer): void => {
+    if (!this.push(chunk)) this.#stream.pause();
+  };
+
+  readonly #onEnd = (): void => {
+    this.#ended = true;
+    this.push(null);
+  };
+
+  readonly #onClose = (): void => {
+    if (!this.#ended) this.destroy(CLIENT_LEFT_MID_BODY);
+  };
+}
+
+const CLIENT_LEFT_MID_BODY = new Error('the client went away before its body was complete');
+
+/**
+ * The answer on an HTTP/2 stream, with the members the exchange reads of an HTTP/1.1
+ * `ServerResponse`. It responds without waiting for trailers (tokenproxy sends none), so END_STREAM
+ * rides on the last DATA frame, and it corks the stream for the rest of the tick on the first write,
+ * as node:http does for HTTP/1.1, so what one tick writes goes out in one socket write
+ * (docs/performance.md, round fifteen).
+ */
+export class H2Response {
+  readonly stream: ServerHttp2Stream;
+  /** The status sent, read back by the request record. */
+  statusCode = 200;
+
+  constructor(stream: ServerHttp2Stream) {
+    this.stream = stream;
+  }
+
+  get headersSent(): boolean {
+    return this.stream.headersSent;
+  }
+
+  get writableFinished(): boolean {
+    return this.stream.writableFinished;
+  }
+
+  get destroyed(): boolean {
+    return this.stream.destroyed;
+  }
+
+  /** Sends the status and headers (flat `[name, value, …]`); a stream already reset gets nothing. */
+  respond(status: number, headers: readonly string[]): void {
+    const stream = this.stream;
+    if (stream.destroyed || stream.closed) return;
+    this.statusCode = status;
+    stream.respond(h2Headers(status, headers));
+  }
+
+  write(chunk: Buffer): boolean {
+    const stream = this.stream;
+    if (stream.destroyed || stream.closed) return false;
+    if (!stream.writableCorked) {
+      stream.cork();
+      process.nextTick(uncork, stream);
+    }
+    return stream.write(chunk);
+  }
+
+  end(chunk?: Buffer | string): void {
+    const stream = this.stream;
+    if (stream.destroyed || stream.closed) return;
+    if (chunk === undefined) stream.end();
+    else stream.end(chunk);
+  }
+
+  /** The head went out with `respond`; nothing is held back. */
+  flushHeaders(): void {}
+
+  /**
+   * Resets the stream with INTERNAL_ERROR, which destroying it with an error does. Not `close(code)`:
+   * it ends the writable side first, and on a stream answered without trailers that sends END_STREAM
+   * before the reset, a complete-looking answer. A plain destroy would reset with NO_ERROR, which a
+   * client may also take for complete.
+   */
+  destroy(): void {
+    this.stream.destroy(UPSTREAM_BROKE_OFF);
+  }
+
+  /**
+   * Whether the whole answer went out. A stream the client reset has its writable side ended by Node
+   * on the way down, so `aborted` is what tells a cut stream apart.
+   */
+  get completed(): boolean {
+    return this.stream.writableFinished && !this.stream.aborted;
+  }
+
+  once(event: 'close', listener: () => void): this {
+    this.stream.once(event, listener);
+    return this;
+  }
+
+  on(event: 'drain', listener: () => void): this {
+    this.stream.on(event, listener);
+    return this;
+  }
+}
+
+/** Only its kind matters (any error but an AbortError resets with INTERNAL_ERROR); nothing reads it. */
+const UPSTREAM_BROKE_OFF = new Error('the provider broke off its answer');
+
+function uncork(stream: ServerHttp2Stream): void {
+  stream.uncork();
+}
+
+/**
+ * A flat header list as an HTTP/2 header object, `:status` first and a repeated name (`set-cookie`)
+ * as an array. An object, not the raw list, because `respond` takes raw lists only from Node 22.20
+ * and 24.7; older 22.x and 24.x would send the list's indexes as header names.
+ */
+export function h2Headers(status: number, flat: readonly string[]): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = { ':status': status };
+  for (let i = 0; i < flat.length; i += 2) {
+    const name = flat[i] as string;
+    const value = flat[i + 1] as string;
+    const seen = out[name];
+    if (seen === undefined) out[name] = value;
+    else if (Array.isArray(seen)) seen.push(value);
+    else out[name] = [String(seen), value];
+  }
+  return out;
+}
+
+/** What to do with a new stream before it becomes a request: as Node's compatibility layer did. */
+export type StreamOpening = 'request' | 'continue' | 'method_not_allowed' | 'expectation_failed';
+
+/**
+ * CONNECT is not proxied (405); `Expect: 100-continue` is answered with a 100 at once, any other
+ * expectation with 417. The same answers node:http gives over HTTP/1.1, and that Node's
+ * compatibility layer gave over HTTP/2.
+ */
+export function streamOpening(headers: IncomingHttpHeaders): StreamOpening {
+  if (headers[':method'] === 'CONNECT') return 'method_not_allowed';
+  const expect = headers.expect;
+  if (expect === undefined) return 'request';
+  return expect.toLowerCase() === '100-continue' ? 'continue' : 'expectation_failed';
+}
+
+/**
+ * Takes a new stream to `handle` as a request and its response. Every stream gets an `error`
+ * listener: a stream reset or destroyed with an error emits one, and what the exchange needs to know
+ * of it, that the stream is gone, it reads from `close`.
+ */
+export function serveStream(
+  handle: (req: H2Request, res: H2Response) => void,
+  stream: ServerHttp2Stream,
+  headers: IncomingHttpHeaders,
+  rawHeaders: string[],
+  peer: H2Peer,
+): void {
+  stream.on('error', ignore);
+  const opening = streamOpening(headers);
+  if (opening === 'method_not_allowed' || opening === 'expectation_failed') {
+    stream.respond({ ':status': opening === 'method_not_allowed' ? 405 : 417 }, { endStream: true });
+    return;
+  }
+  if (opening === 'continue') stream.additionalHeaders({ ':status': 100 });
+  handle(new H2Request(stream, headers, rawHeaders, peer), new H2Response(stream));
+}
+
+function ignore(): void {}
