@@ -118,8 +118,9 @@ function offerHttp1Only({ protocols }: { protocols: string[] }): string | undefi
 /**
  * The proxy listener, no framework. With TLS (1.3 only) it speaks HTTP/2 and HTTP/1.1 on one port,
  * chosen by ALPN (`h2`, `http/1.1`): HTTP/1.1 requests come as node:http's, HTTP/2 ones as streams
- * (h2-stream.ts), and one request handler serves both; plain HTTP (`insecure_http`) is HTTP/1.1 only. Request and response bodies are
- * streamed through; nothing is parsed beyond the request head. Upstream is HTTP/1.1 keep-alive pools.
+ * (h2-stream.ts), and one request handler serves both; plain HTTP (`insecure_http`) is HTTP/1.1
+ * only. Request and response bodies are streamed through; nothing is parsed beyond the request head.
+ * Upstream is HTTP/1.1 keep-alive pools.
  */
 export function createProxyServer(deps: ProxyDeps, options: ProxyServerOptions = {}): ProxyServer {
   const handler = new ProxyHandler(deps);
