@@ -118,10 +118,6 @@ export class H2Response {
     return this.stream.headersSent;
   }
 
-  get writableFinished(): boolean {
-    return this.stream.writableFinished;
-  }
-
   get destroyed(): boolean {
     return this.stream.destroyed;
   }
@@ -146,9 +142,7 @@ export class H2Response {
 
   end(chunk?: Buffer | string): void {
     const stream = this.stream;
-    if (stream.destroyed || stream.closed) return;
-    if (chunk === undefined) stream.end();
-    else stream.end(chunk);
+    if (!stream.destroyed && !stream.closed) stream.end(chunk);
   }
 
   /** The head went out with `respond`; nothing is held back. */
@@ -213,8 +207,8 @@ export type StreamOpening = 'request' | 'continue' | 'method_not_allowed' | 'exp
 
 /**
  * CONNECT is not proxied (405); `Expect: 100-continue` is answered with a 100 at once, any other
- * expectation with 417. The same answers node:http gives over HTTP/1.1, and that Node's
- * compatibility layer gave over HTTP/2.
+ * expectation with 417. The answers Node's compatibility layer gave over HTTP/2; node:http gives the
+ * same to `Expect` over HTTP/1.1 (and drops a CONNECT's connection).
  */
 export function streamOpening(headers: IncomingHttpHeaders): StreamOpening {
   if (headers[':method'] === 'CONNECT') return 'method_not_allowed';
