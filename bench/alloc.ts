@@ -9,6 +9,12 @@
  * Each sample is charged to the innermost tokenproxy function on its stack (bench/allocations.ts).
  * Forwarded over HTTP/1.1 and HTTP/2, and refused; then the bench's reference forwarder (the least a
  * Node forwarder allocates). `requests` per scenario, 20,000 unless given.
+ *
+ * Then the same scenarios at the steady phase's 1,000 req/s, counting only what no young-generation
+ * collection freed: what was promoted, what V8 allocated in the old generation outright, and the
+ * little still live at the end. That is what only a full collection frees, and each full collection's
+ * pause grows with it (docs/performance.md, round seventeen). Charged to the allocating frame, whoever
+ * owns it: "(V8 API)" is what Node's C++ made with no JavaScript on the stack.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -27,6 +33,15 @@ const FORWARDER_INSPECTOR_PORT = 9241;
 /** One sample per this many bytes on average (V8's default is 32 KiB: too coarse per request). */
 const SAMPLING_INTERVAL = 1024;
 const TOP = 20;
+const SURVIVOR_TOP = 8;
+/** The steady phase's rate: what outlives the young generation depends on the pace, not the count. */
+const STEADY_RATE = 1000;
+/**
+ * Unsampled seconds at that rate first. Switching scenarios deoptimizes code that V8 specialized for
+ * the last one, and until it is optimized again every request's objects outlive the young
+ * generation (docs/performance.md, rounds thirteen and fourteen): ~11 s after a switch.
+ */
+const SURVIVOR_WARM_S = 15;
 
 async function measure(b: Bench, inspector: Inspector, sc: Scenario, requests: number): Promise<void> {
   await inspector.call('HeapProfiler.startSampling', {
@@ -44,6 +59,28 @@ async function measure(b: Bench, inspector: Inspector, sc: Scenario, requests: n
   );
   const top = [...tally.sites].sort((x, y) => y[1] - x[1]).slice(0, TOP);
   for (const [site, bytes] of top) process.stdout.write(`  ${per(bytes)} B  ${site}\n`);
+}
+
+async function measureSurvivors(
+  b: Bench,
+  inspector: Inspector,
+  sc: Scenario,
+  requests: number,
+): Promise<void> {
+  await b.load(sc, { rate: STEADY_RATE, connections: 32, durationS: SURVIVOR_WARM_S, warmS: 0 });
+  await inspector.call('HeapProfiler.startSampling', {
+    samplingInterval: SAMPLING_INTERVAL,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: false,
+  });
+  const durationS = Math.max(5, Math.round(requests / STEADY_RATE));
+  const run = await b.load(sc, { rate: STEADY_RATE, connections: 32, durationS, warmS: 0 });
+  const stopped = (await inspector.call('HeapProfiler.stopSampling')) as { profile: { head: SamplingNode } };
+  const tally = tallyAllocations(stopped.profile.head, `${pathToFileURL(join(ROOT, 'dist')).href}/`);
+  const per = (bytes: number): string => `${Math.round(bytes / run.total)}`.padStart(6);
+  process.stdout.write(`\n${sc.name}: ${run.total} requests; ${per(tally.total).trim()} B per request\n`);
+  const top = [...tally.leaves].sort((x, y) => y[1] - x[1]).slice(0, SURVIVOR_TOP);
+  for (const [leaf, bytes] of top) process.stdout.write(`  ${per(bytes)} B  ${leaf}\n`);
 }
 
 async function main(): Promise<void> {
@@ -84,6 +121,13 @@ async function main(): Promise<void> {
       inspectors.set(port, inspector);
     }
     for (const [sc, port] of scenarios) await measure(b, inspectors.get(port) as Inspector, sc, requests);
+    process.stdout.write(
+      `\nAt ${STEADY_RATE} req/s, bytes per request that no young-generation collection freed ` +
+        '(promoted, allocated old, or live at the end), by allocating frame:\n',
+    );
+    for (const [sc, port] of scenarios) {
+      await measureSurvivors(b, inspectors.get(port) as Inspector, sc, requests);
+    }
   } finally {
     await b.children.stopAll();
     await rm(tmp, { recursive: true, force: true });

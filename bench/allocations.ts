@@ -17,21 +17,32 @@ export interface SamplingNode {
   readonly children: readonly SamplingNode[];
 }
 
-/** Sampled bytes: in all, under a tokenproxy frame, and per site (`owner  → allocating frame`). */
+/**
+ * Sampled bytes: in all, under a tokenproxy frame, per site (`owner  → allocating frame`), and per
+ * allocating frame whoever's it is (`leaves`: Node's and undici's own work included, and "(V8 API)",
+ * what Node's C++ allocates with no JavaScript on the stack, such as node:http2's header strings).
+ */
 export interface AllocationTally {
   readonly total: number;
   readonly tokenproxy: number;
   readonly sites: Map<string, number>;
+  readonly leaves: Map<string, number>;
 }
 
 function frameName(cf: CallFrame): string {
-  const where = cf.url.replace(/^.*\/(node_modules|dist)\//, '$1/');
+  // V8's own entries ("(V8 API)", "(root)") have no script.
+  if (cf.url === '') return cf.functionName;
+  // A dependency's own `dist/` folder must not read as tokenproxy's.
+  const where = cf.url.includes('/node_modules/')
+    ? cf.url.replace(/^.*\/node_modules\//, 'node_modules/')
+    : cf.url.replace(/^.*\/dist\//, 'dist/');
   return `${cf.functionName || '(anonymous)'} ${where}:${cf.lineNumber + 1}`;
 }
 
 /** `ownUrlPrefix`: where tokenproxy's compiled modules are, as a file URL ending in `/dist/`. */
 export function tallyAllocations(head: SamplingNode, ownUrlPrefix: string): AllocationTally {
   const sites = new Map<string, number>();
+  const leaves = new Map<string, number>();
   let total = 0;
   let tokenproxy = 0;
   const walk = (node: SamplingNode, owner: string | null): void => {
@@ -39,9 +50,10 @@ export function tallyAllocations(head: SamplingNode, ownUrlPrefix: string): Allo
     const own = cf.url.startsWith(ownUrlPrefix) ? frameName(cf) : owner;
     if (node.selfSize > 0) {
       total += node.selfSize;
+      const leaf = frameName(cf);
+      leaves.set(leaf, (leaves.get(leaf) ?? 0) + node.selfSize);
       if (own !== null) {
         tokenproxy += node.selfSize;
-        const leaf = frameName(cf);
         const site = leaf === own ? own : `${own}  → ${leaf}`;
         sites.set(site, (sites.get(site) ?? 0) + node.selfSize);
       }
@@ -49,5 +61,5 @@ export function tallyAllocations(head: SamplingNode, ownUrlPrefix: string): Allo
     for (const child of node.children) walk(child, own);
   };
   walk(head, null);
-  return { total, tokenproxy, sites };
+  return { total, tokenproxy, sites, leaves };
 }

@@ -26,6 +26,15 @@ describe('tallyAllocations', () => {
       total: 100,
       tokenproxy: 0,
       sites: {},
+      leaves: { 'processHeader node:_http_outgoing:10': 100 },
+    },
+    {
+      name: "what Node's C++ allocates with no JavaScript on the stack is a leaf of its own",
+      tree: node('(root)', '', 0, [node('(V8 API)', '', 64), node('onResponseStart', TP, 8)]),
+      total: 72,
+      tokenproxy: 8,
+      sites: { 'onResponseStart dist/proxy/relay.js:10': 8 },
+      leaves: { '(V8 API)': 64, 'onResponseStart dist/proxy/relay.js:10': 8 },
     },
     {
       name: "Node's allocation under a tokenproxy call is charged to that call",
@@ -36,6 +45,7 @@ describe('tallyAllocations', () => {
         'onResponseStart dist/proxy/relay.js:10': 10,
         'onResponseStart dist/proxy/relay.js:10  → processHeader node:_http_outgoing:10': 300,
       },
+      leaves: { 'onResponseStart dist/proxy/relay.js:10': 10, 'processHeader node:_http_outgoing:10': 300 },
     },
     {
       name: 'the innermost tokenproxy frame owns it, and the bench is not tokenproxy',
@@ -49,11 +59,17 @@ describe('tallyAllocations', () => {
       total: 50,
       tokenproxy: 40,
       sites: { 'start dist/proxy/relay.js:10  → dispatch node_modules/undici/a.js:10': 40 },
+      leaves: {
+        'dispatch node_modules/undici/a.js:10': 40,
+        'write node:_http_outgoing:10': 7,
+        'write node_modules/pino/dist/x.js:10': 3,
+      },
     },
-  ])('$name', ({ tree, total, tokenproxy, sites }) => {
+  ])('$name', ({ tree, total, tokenproxy, sites, leaves }) => {
     const tally = tallyAllocations(tree, 'file:///srv/tokenproxy/dist/');
     expect(tally.total).toBe(total);
     expect(tally.tokenproxy).toBe(tokenproxy);
     expect(Object.fromEntries(tally.sites)).toEqual(sites);
+    expect(Object.fromEntries(tally.leaves)).toEqual(leaves);
   });
 });
