@@ -24,7 +24,7 @@ import { connectInspector, type Inspector } from './inspector.js';
 import { Bench } from './load/bench.js';
 import { ensureH2load } from './load/setup.js';
 import type { Scenario } from './load/types.js';
-import { tallyAllocations, type SamplingNode } from './allocations.js';
+import { tallyAllocations, type AllocationTally, type SamplingNode } from './allocations.js';
 import { parseArgs, ROOT } from './settings.js';
 import { log } from './util.js';
 
@@ -43,22 +43,45 @@ const STEADY_RATE = 1000;
  */
 const SURVIVOR_WARM_S = 15;
 
-async function measure(b: Bench, inspector: Inspector, sc: Scenario, requests: number): Promise<void> {
+/** One sampled load of `sc`: what was allocated, and how many requests it served. */
+async function sampledLoad(
+  b: Bench,
+  inspector: Inspector,
+  sc: Scenario,
+  load: Parameters<Bench['load']>[1],
+  withFreedByYoungGC: boolean,
+): Promise<{ readonly tally: AllocationTally; readonly requests: number }> {
   await inspector.call('HeapProfiler.startSampling', {
     samplingInterval: SAMPLING_INTERVAL,
     includeObjectsCollectedByMajorGC: true,
-    includeObjectsCollectedByMinorGC: true,
+    includeObjectsCollectedByMinorGC: withFreedByYoungGC,
   });
-  const run = await b.load(sc, { connections: 32, durationS: 5, warmS: 0, requests });
+  const run = await b.load(sc, load);
   const stopped = (await inspector.call('HeapProfiler.stopSampling')) as { profile: { head: SamplingNode } };
   const tally = tallyAllocations(stopped.profile.head, `${pathToFileURL(join(ROOT, 'dist')).href}/`);
-  const per = (bytes: number): string => `${Math.round(bytes / run.total)}`.padStart(6);
+  return { tally, requests: run.total };
+}
+
+function perRequest(bytes: number, requests: number): string {
+  return `${Math.round(bytes / requests)}`.padStart(6);
+}
+
+/** The `top` largest entries, in bytes per request. */
+function writeTop(bytesBy: Map<string, number>, top: number, requests: number): void {
+  for (const [name, bytes] of [...bytesBy].sort((x, y) => y[1] - x[1]).slice(0, top)) {
+    process.stdout.write(`  ${perRequest(bytes, requests)} B  ${name}\n`);
+  }
+}
+
+async function measure(b: Bench, inspector: Inspector, sc: Scenario, requests: number): Promise<void> {
+  const load = { connections: 32, durationS: 5, warmS: 0, requests };
+  const { tally, requests: served } = await sampledLoad(b, inspector, sc, load, true);
   process.stdout.write(
-    `\n${sc.name}: ${run.total} requests; bytes allocated per request on its main thread: ` +
-      `${per(tally.total).trim()} in all, ${per(tally.tokenproxy).trim()} under a tokenproxy frame\n`,
+    `\n${sc.name}: ${served} requests; bytes allocated per request on its main thread: ` +
+      `${perRequest(tally.total, served).trim()} in all, ` +
+      `${perRequest(tally.tokenproxy, served).trim()} under a tokenproxy frame\n`,
   );
-  const top = [...tally.sites].sort((x, y) => y[1] - x[1]).slice(0, TOP);
-  for (const [site, bytes] of top) process.stdout.write(`  ${per(bytes)} B  ${site}\n`);
+  writeTop(tally.sites, TOP, served);
 }
 
 async function measureSurvivors(
@@ -68,19 +91,13 @@ async function measureSurvivors(
   requests: number,
 ): Promise<void> {
   await b.load(sc, { rate: STEADY_RATE, connections: 32, durationS: SURVIVOR_WARM_S, warmS: 0 });
-  await inspector.call('HeapProfiler.startSampling', {
-    samplingInterval: SAMPLING_INTERVAL,
-    includeObjectsCollectedByMajorGC: true,
-    includeObjectsCollectedByMinorGC: false,
-  });
   const durationS = Math.max(5, Math.round(requests / STEADY_RATE));
-  const run = await b.load(sc, { rate: STEADY_RATE, connections: 32, durationS, warmS: 0 });
-  const stopped = (await inspector.call('HeapProfiler.stopSampling')) as { profile: { head: SamplingNode } };
-  const tally = tallyAllocations(stopped.profile.head, `${pathToFileURL(join(ROOT, 'dist')).href}/`);
-  const per = (bytes: number): string => `${Math.round(bytes / run.total)}`.padStart(6);
-  process.stdout.write(`\n${sc.name}: ${run.total} requests; ${per(tally.total).trim()} B per request\n`);
-  const top = [...tally.leaves].sort((x, y) => y[1] - x[1]).slice(0, SURVIVOR_TOP);
-  for (const [leaf, bytes] of top) process.stdout.write(`  ${per(bytes)} B  ${leaf}\n`);
+  const load = { rate: STEADY_RATE, connections: 32, durationS, warmS: 0 };
+  const { tally, requests: served } = await sampledLoad(b, inspector, sc, load, false);
+  process.stdout.write(
+    `\n${sc.name}: ${served} requests; ${perRequest(tally.total, served).trim()} B per request\n`,
+  );
+  writeTop(tally.leaves, SURVIVOR_TOP, served);
 }
 
 async function main(): Promise<void> {
