@@ -37,7 +37,9 @@ export const LOG_BUDGETS: LogBudgets = {
  *
  * Under `serve` the young-generation limit does not hold: V8 lets the process's
  * `--max-semi-space-size` (set for the proxy's thread, src/server/v8-tuning.ts) override a worker's
- * `resourceLimits`, so the worker's semi-spaces are 8 MB like the main thread's (measured on Node 24;
- * no per-isolate setting exists). `serve` sets no old-generation flag, so that limit holds.
+ * `resourceLimits`, so the worker's semi-spaces are 8 MB like the main thread's. Clearing the flag
+ * once the proxy's thread is up would make this limit hold; measured, it gave back a few MB for three
+ * to six times the worker's scavenges on the proxy's CPU, so it is not done (docs/performance.md,
+ * round eighteen). `serve` sets no old-generation flag, so that limit holds.
  */
 export const WORKER_HEAP_LIMITS = { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 96 } as const;
