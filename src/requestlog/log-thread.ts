@@ -11,8 +11,9 @@ import { pino } from 'pino';
 import { createAnomalyWriter } from '../anomalies/anomaly-writer.js';
 import { errorName } from '../errors/summary.js';
 import { openStoreWithoutMigrating } from '../store/open.js';
-import { IDLE_MEMORY_RULE, logReduction, startIdleMemoryReducer } from '../server/idle-memory.js';
+import { logReduction, startIdleMemoryReducer } from '../server/idle-memory.js';
 import type { QueueMetrics } from './batcher.js';
+import { LOG_WORKER_IDLE_RULE } from './log-budgets.js';
 import { createRequestLogWriter, createUsageWriter } from './batch-writer.js';
 import {
   decodePacked,
@@ -30,8 +31,6 @@ import {
  */
 const LOG_THREAD_NICE_STEP = 10;
 const LOWEST_PRIORITY = 19;
-/** Hand-overs come every ~200 ms under load: 50 of them is ten seconds of a busy spell. */
-const LOG_HANDOVERS_PER_REDUCTION = 50;
 
 /** Linux only (the thread's own id from /proc/thread-self); elsewhere the thread keeps its priority. */
 function lowerOwnPriority(): void {
@@ -98,20 +97,23 @@ async function main(): Promise<void> {
   /** Answers to `records` messages not sent yet; a flush waits for them. */
   const answers = new Set<Promise<void>>();
 
-  // This thread's heap grows with the batches of a busy spell too; a hand-over is ~200 ms of records.
+  // This thread's heap grows with the records of a busy spell, and most with a backlog of them;
+  // the work counted is records, whatever the size of the hand-overs they came in.
   let received = 0;
   const reducer = startIdleMemoryReducer(() => received, {
-    rule: { ...IDLE_MEMORY_RULE, minWork: LOG_HANDOVERS_PER_REDUCTION },
+    rule: LOG_WORKER_IDLE_RULE,
     onReduced: logReduction(logger, 'log worker'),
   });
 
   port.on('message', (message: ToLogThread) => {
     switch (message.t) {
       case 'records': {
-        for (const record of unpackRequests(decodePacked(message.keyed))) keyed.write(record);
-        for (const record of unpackRequests(message.unmatched)) unmatched.write(record);
-        received += 1;
+        const keyedRecords = unpackRequests(decodePacked(message.keyed));
+        const unmatchedRecords = unpackRequests(message.unmatched);
+        for (const record of keyedRecords) keyed.write(record);
+        for (const record of unmatchedRecords) unmatched.write(record);
         for (const entry of message.anomalies) anomalies.write(entry);
+        received += keyedRecords.length + unmatchedRecords.length + message.anomalies.length;
         if (message.usage.length > 0) usage.write(message.usage);
         // Stored at the usual pace; the proxy's thread keeps what it must not lose until then.
         const answer = Promise.all(writers.map((writer) => writer.settled())).then(() => {

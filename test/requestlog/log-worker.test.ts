@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/observability/logger.js';
 import { createMetrics } from '../../src/observability/metrics.js';
 import { packRequest, unpackRequests, type PackedValue } from '../../src/requestlog/log-protocol.js';
+import { LOG_WORKER_IDLE_RULE } from '../../src/requestlog/log-budgets.js';
 import { startLogWorker } from '../../src/requestlog/log-worker.js';
 import { timestampPosition } from '../../src/store/records.js';
 import type { Store } from '../../src/store/store.js';
@@ -96,6 +97,54 @@ for (const fixture of databases) {
         ]),
       );
       await worker.close();
+    });
+
+    // One dialect is enough: when the worker gives memory back does not depend on where it stores.
+    describe.runIf(fixture.name === 'sqlite')('gives its memory back', () => {
+      const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+      const reductionsIn = (entries: () => Record<string, unknown>[]) => () =>
+        entries().filter((e) => e.msg === 'returned memory after a busy spell' && e.thread === 'log worker');
+      const until = async (done: () => boolean) => {
+        for (let i = 0; i < 150 && !done(); i++) await sleep(100);
+      };
+
+      it('seconds after a busy spell, not during it and not after a few records', async () => {
+        const { account } = await newAccount(store);
+        const token = await createToken(store, account.id);
+        const { logger, entries } = capture();
+        const reductions = reductionsIn(entries);
+        const worker = startLogWorker({ database: opened.database, dataDir: opened.dataDir, logger });
+        const write = (n: number) => {
+          for (let i = 0; i < n; i++)
+            worker.requestLog.write(record({ accountId: account.id, tokenId: token.id, forwarded: true }));
+        };
+        try {
+          // A trickle, then a pause: too little work to have anything to give back.
+          write(LOG_WORKER_IDLE_RULE.minWork / 10);
+          await worker.flush();
+          await sleep(LOG_WORKER_IDLE_RULE.quietMs + 1_000);
+          expect(reductions()).toEqual([]);
+          // A spell, then a record every 100 ms: never quiet, so nothing yet.
+          write(LOG_WORKER_IDLE_RULE.minWork);
+          await worker.flush();
+          for (let i = 0; i < (LOG_WORKER_IDLE_RULE.quietMs + 1_000) / 100; i++) {
+            write(1);
+            await sleep(100);
+          }
+          expect(reductions()).toEqual([]);
+          // Quiet: one reduction, seconds later.
+          await until(() => reductions().length > 0);
+          expect(reductions()).toHaveLength(1);
+          expect(reductions()[0]).toMatchObject({
+            level: 'debug',
+            rss_mb_before: expect.any(Number) as number,
+            rss_mb_after: expect.any(Number) as number,
+            pause_ms: expect.any(Number) as number,
+          });
+        } finally {
+          await worker.close();
+        }
+      }, 60_000);
     });
 
     it('keeps storing while this thread writes to the same database, and close stores the rest', async () => {

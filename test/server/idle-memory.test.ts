@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { LOG_WORKER_IDLE_RULE } from '../../src/requestlog/log-budgets.js';
 import {
   IDLE_MEMORY_RULE,
   memoryReducingGc,
@@ -16,6 +17,16 @@ describe('idle memory reduction: rule', () => {
     [80_000, 600_000, true, 'a long spell, long over'],
   ] as const)('work %i, quiet %i ms → %s (%s)', (work, quietMs, reduce, why) => {
     expect(shouldReduceMemory(work, quietMs, IDLE_MEMORY_RULE), why).toBe(reduce);
+  });
+});
+
+describe('idle memory reduction: the log worker waits seconds, not a minute', () => {
+  it.each([
+    [9_999, 600_000, false, 'fewer records than a busy spell, however long ago'],
+    [10_000, 4_999, false, 'a lull between bursts'],
+    [10_000, 5_000, true, 'a spell of records, then 5 s without one'],
+  ] as const)('records %i, quiet %i ms → %s (%s)', (work, quietMs, reduce, why) => {
+    expect(shouldReduceMemory(work, quietMs, LOG_WORKER_IDLE_RULE), why).toBe(reduce);
   });
 });
 
