@@ -192,6 +192,7 @@ async function startLocked(
   });
   const reducer = startIdleMemoryReducer(() => proxy.requests(), {
     busy: () => proxy.inFlight() > 0,
+    startUpIsBusy: true,
     onReduced: logReduction(logger, 'proxy'),
   });
   started.push(() => reducer.stop());

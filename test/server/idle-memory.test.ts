@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { LOG_WORKER_IDLE_RULE } from '../../src/requestlog/log-budgets.js';
 import {
@@ -39,8 +40,6 @@ function churn(): void {
   }
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 describe('idle memory reduction: on a real heap', () => {
   it('this Node has the memory-reducing collection', () => {
     expect(memoryReducingGc()).not.toBeNull();
@@ -76,6 +75,39 @@ describe('idle memory reduction: on a real heap', () => {
       reducer.stop();
     }
   }, 60_000);
+
+  it('counts the start-up as a busy spell only when asked: once, after the quiet time, merged with early work', async () => {
+    const rule = { quietMs: 300, minWork: 10 };
+    const counted: MemoryReduction[] = [];
+    const uncounted: MemoryReduction[] = [];
+    let work = 0;
+    const reducers = [
+      startIdleMemoryReducer(() => work, {
+        rule,
+        checkEveryMs: 50,
+        startUpIsBusy: true,
+        onReduced: (r) => counted.push(r),
+      }),
+      startIdleMemoryReducer(() => work, { rule, checkEveryMs: 50, onReduced: (r) => uncounted.push(r) }),
+    ];
+    try {
+      // Work before the first quiet spell is part of the start-up's spell, not a second one.
+      work += 3;
+      await sleep(100);
+      expect(counted).toHaveLength(0);
+      for (let i = 0; i < 40 && counted.length === 0; i++) await sleep(50);
+      expect(counted).toHaveLength(1);
+      expect(uncounted).toHaveLength(0);
+
+      // After it, the ordinary rule: a few requests and a pause give nothing more to do.
+      work += 3;
+      await sleep(800);
+      expect(counted).toHaveLength(1);
+      expect(uncounted).toHaveLength(0);
+    } finally {
+      for (const reducer of reducers) reducer.stop();
+    }
+  }, 30_000);
 
   it('waits the quiet time, never reduces while work is in flight, forgets a trickle, stops when told', async () => {
     let work = 0;
