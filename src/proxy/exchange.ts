@@ -1,7 +1,6 @@
 import type { Readable } from 'node:stream';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import type { UnauthorizedReason } from '../anomalies/record.js';
 import { errorSummary } from '../errors/summary.js';
 import { newRequestId } from '../ids/formats.js';
 import type { ObservedRequest } from '../limits/anomaly-detector.js';
@@ -20,14 +19,8 @@ import {
   type ProxyRequest,
   type ProxyResponse,
 } from './exchange-io.js';
-import {
-  NO_ORIGIN_MESSAGE,
-  providerMismatchMessage,
-  quotaExceededMessage,
-  writeProxyError,
-  type DeniedCode,
-  type ProxyErrorCode,
-} from './errors.js';
+import { deny } from './denial.js';
+import { quotaExceededMessage, writeProxyError, type DeniedCode, type ProxyErrorCode } from './errors.js';
 import type { ProxyHandler } from './handler.js';
 import { Relay, type RelayOwner } from './relay.js';
 import { collectBody, collectedLength } from './request-body.js';
@@ -49,10 +42,12 @@ export class Exchange implements RelayOwner {
   readonly res: ProxyResponse;
   readonly requestId: string;
   readonly start: number;
-  readonly #wallStart: number;
+  /** Wall-clock start (ms since the epoch): the record's and the anomaly log's timestamp. */
+  readonly wallStart: number;
   readonly originHeader: string | undefined;
-  readonly #origin: string | undefined;
-  readonly #ip: string;
+  /** The origin the checks use: the Origin header, else the Referer's origin. */
+  readonly origin: string | undefined;
+  readonly ip: string;
   path = '';
   suffix = '';
   upstream: Upstream | undefined;
@@ -83,14 +78,14 @@ export class Exchange implements RelayOwner {
     this.#ctx = ctx;
     this.req = req;
     this.res = res;
-    this.#wallStart = ctx.now();
-    this.requestId = newRequestId(this.#wallStart);
+    this.wallStart = ctx.now();
+    this.requestId = newRequestId(this.wallStart);
     const headers = req.headers;
     const origin = headers.origin;
     this.originHeader = origin === undefined || origin === '' ? undefined : origin;
-    this.#origin = requestOrigin(origin, headers.referer);
+    this.origin = requestOrigin(origin, headers.referer);
     const xff = headers['x-forwarded-for'];
-    this.#ip = clientIp(
+    this.ip = clientIp(
       req.socket.remoteAddress ?? '',
       typeof xff === 'string' ? xff : xff?.join(','),
       ctx.trust,
@@ -99,6 +94,15 @@ export class Exchange implements RelayOwner {
 
   get clientGone(): boolean {
     return this.#clientGone;
+  }
+
+  /** The token's cache entry once the lookup found one; null before, and for an unknown token. */
+  get token(): TokenEntry | null {
+    return this.#token;
+  }
+
+  get deps(): ProxyDeps {
+    return this.#ctx.deps;
   }
 
   get logger(): Logger | undefined {
@@ -118,7 +122,7 @@ export class Exchange implements RelayOwner {
   }
 
   storeFailed(err: unknown): void {
-    this.#logError(err, 'token lookup failed');
+    this.logError(err, 'token lookup failed');
     if (!this.#clientGone) this.refuse('store_unavailable');
   }
 
@@ -131,25 +135,25 @@ export class Exchange implements RelayOwner {
     if (token.status === 'expired' || entry.expiresAtMs <= this.#ctx.now()) return this.deny('token_expired');
     const upstream = this.upstream as Upstream;
     if (token.provider !== upstream.id) return this.deny('provider_mismatch');
-    if (!entry.origins.matches(this.#origin)) return this.deny('origin_not_allowed');
-    if (entry.ips !== null && !entry.ips.matches(this.#ip)) return this.deny('ip_not_allowed');
+    if (!entry.origins.matches(this.origin)) return this.deny('origin_not_allowed');
+    if (entry.ips !== null && !entry.ips.matches(this.ip)) return this.deny('ip_not_allowed');
     this.#authorized = true;
     const limits = this.#ctx.deps.limits;
     if (limits === undefined) return this.#proceed();
     // DESIGN §4 order after the origin/IP checks: rate limit, then quota, then forward.
     let admission: Admission | Promise<Admission> | null;
     try {
-      limits.observe(token, this.#wallStart, this.#ip, this.#countryOf(), this);
-      admission = limits.admit(token, this.#wallStart);
+      limits.observe(token, this.wallStart, this.ip, this.#countryOf(), this);
+      admission = limits.admit(token, this.wallStart);
     } catch (err) {
-      this.#logError(err, 'limits failed; forwarding');
+      this.logError(err, 'limits failed; forwarding');
       admission = null;
     }
     if (admission instanceof Promise) {
       admission.then(
         (a) => this.#admitted(a),
         (err: unknown) => {
-          this.#logError(err, 'limits failed; forwarding');
+          this.logError(err, 'limits failed; forwarding');
           this.#admitted(null);
         },
       );
@@ -158,57 +162,9 @@ export class Exchange implements RelayOwner {
     }
   }
 
-  /**
-   * A refused 401/403, unless the IP is in backoff: then 429 `ip_backoff` (DESIGN §4 and §10). Either
-   * way the attempt counts toward the IP's backoff.
-   */
+  /** A refused 401/403, or 429 `ip_backoff` (denial.ts). */
   deny(code: DeniedCode): void {
-    const limits = this.#ctx.deps.limits;
-    if (limits === undefined) return this.#denied(code, 0);
-    let wait: number | Promise<number>;
-    try {
-      wait = limits.unauthorized(this.#ip, this.#wallStart);
-    } catch (err) {
-      this.#logError(err, 'ip backoff failed');
-      wait = 0;
-    }
-    if (wait instanceof Promise) {
-      wait.then(
-        (w) => this.#denied(code, w),
-        (err: unknown) => {
-          this.#logError(err, 'ip backoff failed');
-          this.#denied(code, 0);
-        },
-      );
-    } else {
-      this.#denied(code, wait);
-    }
-  }
-
-  #denied(code: DeniedCode, retryAfter: number): void {
-    if (this.#clientGone) return;
-    if (retryAfter > 0) {
-      this.refuse('ip_backoff', ['Retry-After', String(retryAfter)]);
-      // Logged in the anomaly log when a token is known; coalesced into the breach alerts' counts.
-      if (this.#token !== null) this.#unauthorized('ip_backoff');
-      return;
-    }
-    if (code === 'origin_not_allowed') {
-      const headers = this.req.headers;
-      const none = headers.origin === undefined && headers.referer === undefined;
-      this.refuse(code, null, none ? NO_ORIGIN_MESSAGE : undefined);
-      this.#unauthorized(code);
-    } else if (code === 'provider_mismatch') {
-      const entry = this.#token as TokenEntry;
-      const pathProvider = (this.upstream as Upstream).id;
-      this.refuse(code, null, providerMismatchMessage(entry.token.provider, pathProvider));
-      // A mismatch from an allowed origin is most likely the owner's own bug: logged and counted,
-      // but only an alert when the origin is not allowed either (DESIGN §6).
-      this.#unauthorized(code, !entry.origins.matches(this.#origin));
-    } else {
-      this.refuse(code);
-      if (code === 'ip_not_allowed') this.#unauthorized(code);
-    }
+    deny(this, code);
   }
 
   #admitted(admission: Admission | null): void {
@@ -234,19 +190,19 @@ export class Exchange implements RelayOwner {
     const token = (this.#token as TokenEntry).token;
     let applies: boolean | Promise<boolean>;
     try {
-      applies = guard.applies(token, this.#wallStart);
+      applies = guard.applies(token, this.wallStart);
     } catch (err) {
-      this.#logError(err, 'budgets failed; forwarding');
+      this.logError(err, 'budgets failed; forwarding');
       applies = false;
     }
     if (applies === false) return this.#send();
     const usage = this.#ctx.deps.usage as NonNullable<ProxyDeps['usage']>;
     const provider = (this.upstream as Upstream).id;
-    admitBudget(applies, guard, usage, this.req, token, provider, this.#wallStart).then(
+    admitBudget(applies, guard, usage, this.req, token, provider, this.wallStart).then(
       (a) => this.#reserved(a),
       (err: unknown) => {
         // Like quotas, a store outage admits: the token was verified, a budget is a spend control.
-        this.#logError(err, 'budget reservation failed; forwarding');
+        this.logError(err, 'budget reservation failed; forwarding');
         this.#send();
       },
     );
@@ -308,24 +264,11 @@ export class Exchange implements RelayOwner {
       requestId: this.requestId,
       accountId: token.accountId,
       tokenId: token.id,
-      origin: this.#origin ?? null,
-      ip: this.#ip,
+      origin: this.origin ?? null,
+      ip: this.ip,
       country: this.#countryOf(),
       path: recordPath(this.path),
     };
-  }
-
-  #unauthorized(reason: UnauthorizedReason, alert?: boolean): void {
-    try {
-      this.#ctx.deps.onUnauthorized({
-        ...this.observed(),
-        timestamp: new Date(this.#wallStart).toISOString(),
-        reason,
-        ...(alert === undefined ? {} : { alert }),
-      });
-    } catch (err) {
-      this.#logError(err, 'unauthorized-attempt handler failed');
-    }
   }
 
   #forward(upstream: Upstream, keyId: string, accountId: string, ciphertext: Buffer): void {
@@ -355,7 +298,7 @@ export class Exchange implements RelayOwner {
     } catch (err) {
       // Building the key's encodings failed (memory): the key must not outlive the request anyway.
       key.fill(0);
-      this.#logError(err, 'cannot prepare the forwarded request');
+      this.logError(err, 'cannot prepare the forwarded request');
       return this.refuse('internal_error');
     }
     this.#relay = relay;
@@ -374,14 +317,14 @@ export class Exchange implements RelayOwner {
     this.#record();
   };
 
-  #logError(err: unknown, message: string): void {
+  logError(err: unknown, message: string): void {
     this.#ctx.deps.logger?.error({ err: errorSummary(err) }, message);
   }
 
   #countryOf(): string | null {
     if (this.#country === undefined) {
       try {
-        this.#country = this.#ctx.deps.countryOf(this.req.headers, this.#ip);
+        this.#country = this.#ctx.deps.countryOf(this.req.headers, this.ip);
       } catch {
         this.#country = null;
       }
@@ -410,12 +353,12 @@ export class Exchange implements RelayOwner {
     try {
       deps.requestLog.write({
         requestId: this.requestId,
-        timestamp: new Date(this.#wallStart).toISOString(),
+        timestamp: new Date(this.wallStart).toISOString(),
         accountId: token?.accountId ?? null,
         tokenId: token?.id ?? null,
         provider,
-        origin: this.#origin ?? null,
-        ip: this.#ip,
+        origin: this.origin ?? null,
+        ip: this.ip,
         country: this.#countryOf(),
         pop: deps.config.pop,
         path: recordPath(this.path),
@@ -431,7 +374,7 @@ export class Exchange implements RelayOwner {
       });
       deps.metrics.observe(provider ?? 'unknown', status, this.addedMs, upstreamMs);
     } catch (err) {
-      this.#logError(err, 'request log or metrics failed');
+      this.logError(err, 'request log or metrics failed');
     }
   }
 }
