@@ -2,6 +2,7 @@ import { connect } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApiHarness, type ApiHarness, type ApiResponse } from '../support/api-harness.js';
 import { databases } from '../support/databases.js';
+import { until } from '../support/poll.js';
 import { createTestCa } from '../support/test-ca.js';
 import { expectError } from './helpers.js';
 
@@ -151,10 +152,14 @@ describe('the management listener answers malformed requests in the error shape'
       { closeAfterMs: 50 },
     ).catch(() => undefined);
     // The server notices the close asynchronously: wait for its log line.
-    const lines = await waitFor(() => {
-      const found = h.logs.slice(before).filter((l) => l.includes('client aborted'));
-      return found.length > 0 ? found : undefined;
-    });
+    const lines = await until(
+      "the server's 'client aborted' log line",
+      () => {
+        const found = h.logs.slice(before).filter((l) => l.includes('client aborted'));
+        return found.length > 0 ? found : undefined;
+      },
+      { timeoutMs: 5_000, everyMs: 25 },
+    );
     expect(lines).toHaveLength(1);
     const line = JSON.parse(lines[0] ?? '{}') as Record<string, unknown>;
     expect(line.level).toBe('info');
@@ -165,15 +170,6 @@ describe('the management listener answers malformed requests in the error shape'
     expect(after.map((l) => l.msg)).not.toContain('request failed');
   });
 });
-
-async function waitFor<T>(probe: () => T | undefined): Promise<T> {
-  for (let i = 0; i < 200; i++) {
-    const value = probe();
-    if (value !== undefined) return value;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error('condition not reached');
-}
 
 /** A complete HTTP/1.1 response with a Content-Length body, or undefined while incomplete. */
 function parse(text: string): { response: ApiResponse; keepAlive: boolean } | undefined {

@@ -2,7 +2,8 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databases, type OpenedDatabase } from '../support/databases.js';
 import { startMockProvider, type MockProvider } from '../support/mock-provider.js';
-import { eventually, startRedis, startTestCluster, type TestCluster, type TestRedis } from './support.js';
+import { until } from '../support/poll.js';
+import { startRedis, startTestCluster, type TestCluster, type TestRedis } from './support.js';
 
 const postgres = databases.find((d) => d.name === 'postgres');
 const ORIGIN = { origin: 'https://app.example.com' };
@@ -182,7 +183,9 @@ describe.skipIf(!postgres?.available)('three serve processes on one PostgreSQL d
     expect((await cluster.proxy(1, t.key, attempt)).code).toBe('origin_not_allowed');
     await new Promise((r) => setTimeout(r, 2_100));
     expect((await cluster.proxy(2, t.key, attempt)).code).toBe('origin_not_allowed');
-    await eventually(async () => (await events('breach.detected')) > before);
+    await until('the breach.detected event', async () => (await events('breach.detected')) > before, {
+      timeoutMs: 20_000,
+    });
     // Give a wrongly sent second alert the time to be recorded.
     await new Promise((r) => setTimeout(r, 1_000));
     expect((await events('breach.detected')) - before).toBe(1);
@@ -199,7 +202,11 @@ describe.skipIf(!postgres?.available)('three serve processes on one PostgreSQL d
     );
     expect(answers.filter((a) => a.status === 200)).toHaveLength(left);
     expect(answers.filter((a) => a.code === 'quota_exceeded')).toHaveLength(15);
-    await eventually(async () => (await events('quota.threshold_reached')) > 0);
+    await until(
+      'the quota.threshold_reached event',
+      async () => (await events('quota.threshold_reached')) > 0,
+      { timeoutMs: 20_000 },
+    );
     await new Promise((r) => setTimeout(r, 1_000));
     expect(await events('quota.threshold_reached')).toBe(1);
   }, 60_000);

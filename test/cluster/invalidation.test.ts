@@ -9,7 +9,8 @@ import {
 } from '../../src/cluster/invalidation.js';
 import { connectRedis, reconnectDelayMs, type RedisConnection } from '../../src/cluster/redis-connection.js';
 import { redactRedisUrl } from '../../src/cluster/redis-url.js';
-import { eventually, startRedis, type TestRedis } from './support.js';
+import { until } from '../support/poll.js';
+import { startRedis, type TestRedis } from './support.js';
 
 describe('invalidation messages', () => {
   const table: [string, ReturnType<typeof parseInvalidation>][] = [
@@ -50,7 +51,7 @@ describe('the invalidation bus on a real Redis', () => {
     redis = await startRedis();
     a = connectRedis({ url: redis.url }, logger);
     b = connectRedis({ url: redis.url }, logger);
-    await eventually(() => a.up && b.up);
+    await until('both connections to Redis to be up', () => a.up && b.up, { timeoutMs: 20_000 });
   }, 60_000);
 
   afterAll(async () => {
@@ -62,13 +63,15 @@ describe('the invalidation bus on a real Redis', () => {
     const busA = createInvalidation({ connection: a, drop: (s) => dropsA.push(s), logger });
     createInvalidation({ connection: b, drop: (s) => dropsB.push(s), logger });
     // The subscriptions are made in the background; a message before them would be lost.
-    await eventually(
+    await until(
+      'both processes to subscribe to tokenproxy:invalidate',
       async () =>
         ((await redis.command(['PUBSUB', 'NUMSUB', 'tokenproxy:invalidate'])) as [string, number])[1] === 2,
+      { timeoutMs: 20_000 },
     );
     busA.invalidate('tokens');
     expect(dropsA).toEqual(['tokens']); // synchronously: the next request of A reads the store
-    await eventually(() => dropsB.length === 1);
+    await until("B's drop of the tokens cache", () => dropsB.length === 1, { timeoutMs: 20_000 });
     expect(dropsB).toEqual(['tokens']);
     // A skips its own message: one drop, not two.
     await new Promise((r) => setTimeout(r, 200));
@@ -78,7 +81,7 @@ describe('the invalidation bus on a real Redis', () => {
   it('a CLI process without a server can publish too', async () => {
     dropsB.length = 0;
     expect(await publishInvalidationOnce({ url: redis.url }, 'accounts')).toBe(true);
-    await eventually(() => dropsB.length === 1);
+    await until("B's drop of the accounts cache", () => dropsB.length === 1, { timeoutMs: 20_000 });
     expect(dropsB).toEqual(['accounts']);
   });
 
@@ -86,12 +89,16 @@ describe('the invalidation bus on a real Redis', () => {
     dropsA.length = 0;
     dropsB.length = 0;
     await redis.kill();
-    await eventually(() => !a.up && !b.up);
+    await until('both connections to notice Redis is gone', () => !a.up && !b.up, { timeoutMs: 20_000 });
     // Publishing while Redis is away neither throws nor waits; the local drop still happens.
     createInvalidation({ connection: a, drop: () => undefined, logger }).invalidate('tokens');
     expect(await publishInvalidationOnce({ url: redis.url }, 'tokens', 500)).toBe(false);
     await redis.start();
-    await eventually(() => dropsA.includes('all') && dropsB.includes('all'), 30_000);
-    await eventually(() => a.up && b.up, 30_000);
+    await until(
+      'both processes to drop their whole cache',
+      () => dropsA.includes('all') && dropsB.includes('all'),
+      { timeoutMs: 30_000 },
+    );
+    await until('both connections to be up again', () => a.up && b.up, { timeoutMs: 30_000 });
   }, 60_000);
 });

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createJobLock } from '../../src/cluster/job-lock.js';
@@ -9,7 +10,6 @@ import { databases, type OpenedDatabase } from '../support/databases.js';
 const HOLD_JOB = fileURLToPath(new URL('./fixtures/hold-job.js', import.meta.url));
 /** Long enough that the holder's last renewal is still running when the test looks right after the kill. */
 const LEASE_MS = 10_000;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 for (const fixture of databases) {
   describe.skipIf(!fixture.available)(`job lock (${fixture.name})`, () => {

@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startReceiver, type Receiver } from '../events/support.js';
 import { runCli, startServe, type ServerProcess } from '../support/cli.js';
 import { databases, type OpenedDatabase } from '../support/databases.js';
-import { alive, socketOwners, startRedis, until, type TestRedis } from './workers-support.js';
+import { until } from '../support/poll.js';
+import { SLOW_POLL, alive, socketOwners, startRedis, type TestRedis } from './workers-support.js';
 
 /**
  * One outbox, several delivering processes: three `serve` processes on one PostgreSQL database, and
@@ -151,10 +152,14 @@ for (const fixture of databases) {
           (r) => (JSON.parse(r.body) as { data: { token_id: string } }).data.token_id,
         );
         expect(new Set(tokens)).toEqual(ids);
-        const delivered = await until('every delivery logged', () => {
-          const d = cluster.delivered();
-          return d.length >= EVENTS ? d : undefined;
-        });
+        const delivered = await until(
+          'every delivery to be logged',
+          () => {
+            const d = cluster.delivered();
+            return d.length >= EVENTS ? d : undefined;
+          },
+          SLOW_POLL,
+        );
         expect(delivered).toHaveLength(EVENTS);
         // Any process delivers: more than one did.
         expect(new Set(delivered.map((d) => d.by)).size).toBeGreaterThan(1);
@@ -175,7 +180,7 @@ for (const fixture of databases) {
         const holder = holders[0]!;
         expect(cluster.pids()).toContain(holder);
         process.kill(holder, 'SIGKILL');
-        await until('the holder gone', () => (alive(holder) ? undefined : true));
+        await until('the holder to exit', () => !alive(holder), SLOW_POLL);
 
         // After the lease (twice the 15 s delivery timeout) another process takes it over.
         const all = await receiver.waitFor(before + 2, 90_000);
@@ -183,8 +188,10 @@ for (const fixture of databases) {
         expect(retry.headers['webhook-id']).toBe(attempt!.headers['webhook-id']);
         expect(retry.body).toBe(attempt!.body);
         const event = (JSON.parse(retry.body) as { id: string }).id;
-        const by = await until('the redelivery logged', () =>
-          cluster.delivered().find((d) => d.event === event),
+        const by = await until(
+          'the redelivery to be logged',
+          () => cluster.delivered().find((d) => d.event === event),
+          SLOW_POLL,
         );
         expect(by.by).not.toBe(String(holder));
         await new Promise((r) => setTimeout(r, 3000));

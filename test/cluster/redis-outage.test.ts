@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databases, type OpenedDatabase } from '../support/databases.js';
 import { startMockProvider, type MockProvider } from '../support/mock-provider.js';
+import { until } from '../support/poll.js';
 import {
-  eventually,
   metricValue,
   readyz,
   startRedis,
@@ -70,7 +70,11 @@ describe.skipIf(!postgres?.available)('two serve processes while Redis goes away
     const t = await token({ real_key: 'sk-outage-first-0000000000000' });
     for (const i of [1, 0]) expect((await cluster.proxy(i, t.key, ORIGIN)).status).toBe(200);
     for (const server of cluster.servers) {
-      await eventually(async () => (await metricValue(server.apiUrl, 'tokenproxy_redis_up')) === 1);
+      await until(
+        `tokenproxy_redis_up 1 at ${server.apiUrl}`,
+        async () => (await metricValue(server.apiUrl, 'tokenproxy_redis_up')) === 1,
+        { timeoutMs: 20_000 },
+      );
       expect(await readyz(server.apiUrl)).toEqual({ status: 200, body: { status: 'ready' } });
     }
   });
@@ -94,7 +98,11 @@ describe.skipIf(!postgres?.available)('two serve processes while Redis goes away
     const last = answers.at(-1);
     expect(last?.headers['ratelimit-remaining']).toBe(String(1000 - 10));
     for (const [i, server] of cluster.servers.entries()) {
-      await eventually(async () => (await metricValue(server.apiUrl, 'tokenproxy_redis_up')) === 0);
+      await until(
+        `tokenproxy_redis_up 0 at ${server.apiUrl}`,
+        async () => (await metricValue(server.apiUrl, 'tokenproxy_redis_up')) === 0,
+        { timeoutMs: 20_000 },
+      );
       expect(await readyz(server.apiUrl)).toEqual({
         status: 200,
         body: { status: 'degraded', degraded: ['redis'] },
@@ -117,7 +125,11 @@ describe.skipIf(!postgres?.available)('two serve processes while Redis goes away
   it('Redis back: the metric returns to 1, /readyz to ready, and limits are shared again', async () => {
     await redis.start();
     for (const server of cluster.servers) {
-      await eventually(async () => (await metricValue(server.apiUrl, 'tokenproxy_redis_up')) === 1, 30_000);
+      await until(
+        `tokenproxy_redis_up 1 again at ${server.apiUrl}`,
+        async () => (await metricValue(server.apiUrl, 'tokenproxy_redis_up')) === 1,
+        { timeoutMs: 30_000 },
+      );
       expect(await readyz(server.apiUrl)).toEqual({ status: 200, body: { status: 'ready' } });
     }
     const t = await token({

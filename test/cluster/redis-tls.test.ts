@@ -5,7 +5,8 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectRedis } from '../../src/cluster/redis-connection.js';
 import { createTestCa } from '../support/test-ca.js';
-import { eventually, startRedis, type TestRedis } from './support.js';
+import { until } from '../support/poll.js';
+import { startRedis, type TestRedis } from './support.js';
 
 /** `rediss://` with `redis_ca`: the private CA is trusted for Redis, and only with it. */
 describe('a TLS Redis', () => {
@@ -31,7 +32,7 @@ describe('a TLS Redis', () => {
     expect(redis.url.startsWith('rediss://')).toBe(true);
     const connection = connectRedis({ url: redis.url, ca: caFile }, pino({ level: 'silent' }));
     try {
-      await eventually(() => connection.up, 30_000);
+      await until('the TLS connection to be up', () => connection.up, { timeoutMs: 30_000 });
       expect(await connection.client.sendCommand(['PING'])).toBe('PONG');
     } finally {
       await connection.close();
@@ -43,7 +44,11 @@ describe('a TLS Redis', () => {
     const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
     const connection = connectRedis({ url: redis.url }, logger);
     try {
-      await eventually(() => lines.some((l) => l.includes('unreachable at start')), 30_000);
+      await until(
+        "the 'unreachable at start' warning",
+        () => lines.some((l) => l.includes('unreachable at start')),
+        { timeoutMs: 30_000 },
+      );
       // Several reconnect attempts later, still one warning.
       await new Promise((r) => setTimeout(r, 1_500));
       expect(connection.up).toBe(false);

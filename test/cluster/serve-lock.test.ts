@@ -6,7 +6,8 @@ import { loadConfig } from '../../src/config/load.js';
 import { openStore } from '../../src/store/open.js';
 import { runCli, startServe, type ServerProcess } from '../support/cli.js';
 import { databases, type OpenedDatabase } from '../support/databases.js';
-import { eventually, readyz, startRedis, type TestRedis } from './support.js';
+import { until } from '../support/poll.js';
+import { readyz, startRedis, type TestRedis } from './support.js';
 
 const postgres = databases.find((d) => d.name === 'postgres');
 const KEK = { TOKENPROXY_MASTER_KEY: Buffer.alloc(32, 9).toString('base64') };
@@ -154,7 +155,11 @@ describe('several processes on one SQLite data dir with redis', () => {
       const url = `redis://:s3cret-redis-pass@127.0.0.1:${redis.port}`;
       const started = await startServe(['--data-dir', own, '--insecure-http', '--redis', url], KEK);
       server = started;
-      await eventually(() => started.stdout().includes('Redis is unreachable at start'));
+      await until(
+        "the 'Redis is unreachable at start' log line",
+        () => started.stdout().includes('Redis is unreachable at start'),
+        { timeoutMs: 20_000 },
+      );
       const everything = started.stdout() + started.stderr();
       expect(everything).toContain(`redis://:***@127.0.0.1:${redis.port}`);
       expect(everything).not.toContain('s3cret-redis-pass');

@@ -113,16 +113,6 @@ export async function startRedis(options: { tls?: RedisTls } = {}): Promise<Test
   return { port, url, kill, start, command, stop: kill };
 }
 
-/** Polls `check` until it returns true (bounded, so a failing test ends). */
-export async function eventually(check: () => Promise<boolean> | boolean, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 export interface ProxyAnswer {
   readonly status: number;
   readonly code: string | undefined;

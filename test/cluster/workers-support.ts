@@ -26,16 +26,8 @@ export function alive(pid: number): boolean {
   }
 }
 
-export async function until<T>(
-  what: string,
-  probe: () => T | undefined | Promise<T | undefined>,
-  timeoutMs = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
+/**
+ * `until`'s options for these suites: what they wait for (a worker forked again, a lease run out, a
+ * delivery by another process) takes seconds, and some probes run `ss` or scrape /metrics.
+ */
+export const SLOW_POLL = { timeoutMs: 60_000, everyMs: 250 };

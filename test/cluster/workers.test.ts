@@ -11,7 +11,8 @@ import {
   startMockProvider,
   type MockProvider,
 } from '../support/mock-provider.js';
-import { alive, socketOwners, startRedis, until, type TestRedis } from './workers-support.js';
+import { until } from '../support/poll.js';
+import { SLOW_POLL, alive, socketOwners, startRedis, type TestRedis } from './workers-support.js';
 
 const REAL_KEY = `sk-workers-${Date.now()}-real-key`;
 const ORIGIN = 'https://app.example.com';
@@ -168,10 +169,14 @@ describe('serve --workers 2 (the real binary)', () => {
     const streams = Array.from({ length: 6 }, () => stream(20, 100));
     // The primary owns a connection only for the moment it hands it to a worker.
     const workerOwners = async () => (await socketOwners(port)).filter((pid) => pid !== primary);
-    const owners = await until('connections owned by both workers', async () => {
-      const found = await workerOwners();
-      return found.length >= 2 ? found : undefined;
-    });
+    const owners = await until(
+      'connections owned by both workers',
+      async () => {
+        const found = await workerOwners();
+        return found.length >= 2 ? found : undefined;
+      },
+      SLOW_POLL,
+    );
     expect(owners.sort()).toEqual([...pids].sort());
     const done = await Promise.all(streams);
     for (const s of done) expect(s).toEqual({ status: 200, text: mockStreamText(20) });
@@ -209,27 +214,37 @@ describe('serve --workers 2 (the real binary)', () => {
     // Node's round-robin hands out connections until the primary sees the worker gone (a connection
     // handed over at that instant is lost with it, docs/workers.md); from then on the survivor
     // takes everything while the replacement starts.
-    await until('the primary to notice', () =>
-      server.stdout().includes(`"pid":${victim},"code":null,"signal":"SIGKILL"`) ? true : undefined,
+    await until(
+      'the primary to notice the killed worker',
+      () => server.stdout().includes(`"pid":${victim},"code":null,"signal":"SIGKILL"`),
+      SLOW_POLL,
     );
     for (let i = 0; i < 4; i++) expect((await stream(2, 0)).status).toBe(200);
-    const text = await until('the replacement worker', async () => {
-      const t = await metrics();
-      return metric(t, 'tokenproxy_workers') === 2 && metric(t, 'tokenproxy_worker_restarts_total') === 1
-        ? t
-        : undefined;
-    });
+    const text = await until(
+      'the metrics to count the replacement worker',
+      async () => {
+        const t = await metrics();
+        return metric(t, 'tokenproxy_workers') === 2 && metric(t, 'tokenproxy_worker_restarts_total') === 1
+          ? t
+          : undefined;
+      },
+      SLOW_POLL,
+    );
     expect(text).toContain('tokenproxy_worker_restarts_total 1');
     expect(server.stdout()).toMatch(
       new RegExp(`"pid":${victim},"code":null,"signal":"SIGKILL".*"msg":"worker died; restarting it"`),
     );
     const replacement = /"worker":\d,"pid":(\d+),"msg":"worker ready"/g;
     // The primary counts a forked worker before the worker reports ready: wait for its line.
-    const fresh = await until('the replacement to report ready', () => {
-      const ready = [...server.stdout().matchAll(replacement)].map((m) => Number(m[1]));
-      const unseen = ready.filter((pid) => !pids.includes(pid));
-      return unseen.length > 0 ? unseen : undefined;
-    });
+    const fresh = await until(
+      'the replacement to report ready',
+      () => {
+        const ready = [...server.stdout().matchAll(replacement)].map((m) => Number(m[1]));
+        const unseen = ready.filter((pid) => !pids.includes(pid));
+        return unseen.length > 0 ? unseen : undefined;
+      },
+      SLOW_POLL,
+    );
     expect(fresh).toHaveLength(1);
     pids = [survivor, fresh[0] as number];
     expect(alive(victim)).toBe(false);

@@ -5,10 +5,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { newId, newTokenId } from '../../src/ids/formats.js';
 import { openStore } from '../../src/store/open.js';
 import { databases } from '../support/databases.js';
+import { until } from '../support/poll.js';
 import {
   DASHBOARD,
   decodeQuotedPrintable,
-  eventually,
   startEventsHarness,
   startReceiver,
   startSmtpSink,
@@ -102,7 +102,10 @@ for (const fixture of databases) {
       // Spacing follows the schedule (at least the configured delay between attempts).
       expect(attempts[1]!.at - attempts[0]!.at).toBeGreaterThanOrEqual(90);
       expect(attempts[3]!.at - attempts[2]!.at).toBeGreaterThanOrEqual(390);
-      await eventually(async () => ((await h.db.store.deliveries.countPending()) === 0 ? true : undefined));
+      await until(
+        'the delivery to end as failed',
+        async () => (await h.db.store.deliveries.countPending()) === 0,
+      );
       await new Promise((r) => setTimeout(r, 600));
       expect(receiver.requests).toHaveLength(4);
       expect(h.logs.some((l) => l.includes('"outcome":"failed"'))).toBe(true);
@@ -115,7 +118,7 @@ for (const fixture of databases) {
       const { id } = await addWebhook(h, receiver.url);
       receiver.script([], 500);
       await h.events.publisher.publish({ accountId: h.accountId, type: 'anomaly.detected', data: { n: 1 } });
-      const disabled = await eventually(async () => {
+      const disabled = await until('the endpoint to be disabled', async () => {
         const w = (await h.request('GET', `/v1/webhooks/${id}`)).body as {
           disabled_at: string | null;
           disabled_reason: string | null;
@@ -141,7 +144,10 @@ for (const fixture of databases) {
       // Created while the name looked public; at delivery it resolves to loopback (DNS rebinding).
       await addWebhook(h, `https://rebind.example:${receiver.port}/hook`);
       await h.events.publisher.publish({ accountId: h.accountId, type: 'anomaly.detected', data: {} });
-      await eventually(async () => ((await h.db.store.deliveries.countPending()) === 0 ? true : undefined));
+      await until(
+        'the refused delivery to end',
+        async () => (await h.db.store.deliveries.countPending()) === 0,
+      );
       expect(receiver.requests).toHaveLength(0);
       expect(h.logs.some((l) => l.includes('refused: the host resolves to a private'))).toBe(true);
     });
@@ -218,8 +224,8 @@ for (const fixture of databases) {
           last_seen: '2026-03-10T12:00:30.000Z',
         },
       });
-      const mail = await eventually(async () =>
-        Promise.resolve(smtp.messages.slice(before).find((m) => m.to.includes('summary@example.com'))),
+      const mail = await until('the breach summary e-mail', () =>
+        smtp.messages.slice(before).find((m) => m.to.includes('summary@example.com')),
       );
       const raw = decodeQuotedPrintable(mail.raw);
       expect(raw).toContain('refused 57 more requests');

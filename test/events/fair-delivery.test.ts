@@ -3,8 +3,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../../src/accounts/create-account.js';
 import { databases } from '../support/databases.js';
+import { until } from '../support/poll.js';
 import {
-  eventually,
   startEventsHarness,
   startReceiver,
   startSmtpSink,
@@ -63,7 +63,7 @@ for (const fixture of databases) {
           await h.events.publisher.publish(breach(h.accountId, `198.51.100.${k + 1}`));
           await h.events.publisher.publish({ accountId: h.accountId, type: 'anomaly.detected', data: { k } });
         }
-        await eventually(async () => Promise.resolve(slow.hanging >= 6 ? true : undefined));
+        await until('six attempts hanging at the slow endpoints', () => slow.hanging >= 6);
 
         const other = await createAccount(h.db.store, 'other', 'unlimited', new Date());
         await h.request('PATCH', '/v1/account', { alert_email: 'other@example.com' }, other.apiKey);
@@ -72,10 +72,10 @@ for (const fixture of databases) {
 
         const [hook] = await fast.waitFor(1, 15_000);
         expect(JSON.parse(hook?.body ?? '{}').data.ip).toBe('203.0.113.9');
-        await eventually(
-          async () =>
-            Promise.resolve(smtp.messages.some((m) => m.to.includes('other@example.com')) ? true : undefined),
-          15_000,
+        await until(
+          "the other account's breach alert e-mail",
+          () => smtp.messages.some((m) => m.to.includes('other@example.com')),
+          { timeoutMs: 15_000 },
         );
         // Both arrived while every attempt at the hanging endpoints was still waiting for an answer.
         expect(slow.abandoned).toBe(0);

@@ -4,14 +4,9 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../../src/accounts/create-account.js';
 import { databases } from '../support/databases.js';
+import { until } from '../support/poll.js';
 import { rawQuery } from '../store/helpers.js';
-import {
-  eventually,
-  startEventsHarness,
-  startReceiver,
-  type EventsHarness,
-  type Receiver,
-} from './support.js';
+import { startEventsHarness, startReceiver, type EventsHarness, type Receiver } from './support.js';
 
 function headersOf(r: { headers: Record<string, string | string[] | undefined> }): Record<string, string> {
   const out: Record<string, string> = {};
@@ -58,7 +53,7 @@ for (const fixture of databases) {
         expect(verified).toMatchObject({ id: res.body.event_id, type: 'ping', data: { webhook_id: id } });
         expect(req!.headers['webhook-id']).toBe(res.body.event_id);
 
-        const [delivery] = await eventually(async () => {
+        const [delivery] = await until('the ping delivery to be listed as delivered', async () => {
           const list = await deliveries(id);
           return list[0]?.status === 'delivered' ? list : undefined;
         });
@@ -82,10 +77,14 @@ for (const fixture of databases) {
         const res = await h.request('POST', `/v1/webhooks/${id}/test`);
         expect(res.status).toBe(202);
         await receiver.waitFor(3, 15_000);
-        const [delivery] = await eventually(async () => {
-          const list = await deliveries(id);
-          return list[0]?.status === 'delivered' ? list : undefined;
-        }, 15_000);
+        const [delivery] = await until(
+          'the retried ping delivery to be listed as delivered',
+          async () => {
+            const list = await deliveries(id);
+            return list[0]?.status === 'delivered' ? list : undefined;
+          },
+          { timeoutMs: 15_000 },
+        );
         expect(delivery.attempts).toBe(3);
         expect(delivery.attempt_log.map((a: any) => [a.attempt, a.status_code, a.error_class])).toEqual([
           [1, 503, 'http_status'],
@@ -164,7 +163,7 @@ for (const fixture of databases) {
         expect(new Webhook(revokedOnly.secret).verify(req!.body, headersOf(req!))).toMatchObject({
           id: eventId,
         });
-        const history = await eventually(async () => {
+        const history = await until("the redelivery in the endpoint's delivery list", async () => {
           const list = await deliveries(revokedOnly.id);
           return list.some((d: any) => d.event_id === eventId && d.status === 'delivered') ? list : undefined;
         });

@@ -3,7 +3,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../../src/accounts/create-account.js';
 import { databases } from '../support/databases.js';
-import { PROXY_URL, eventually, startEventsHarness, type EventsHarness } from './support.js';
+import { until } from '../support/poll.js';
+import { PROXY_URL, startEventsHarness, type EventsHarness } from './support.js';
 
 const TOKEN_BODY = {
   name: 'web app',
@@ -200,13 +201,17 @@ for (const fixture of databases) {
     it('marks expired tokens and emits token.expired within the sweep interval, once', async () => {
       const expiresAt = new Date(Date.now() + 600).toISOString();
       const token = (await h.request('POST', '/v1/tokens', { ...TOKEN_BODY, expires_at: expiresAt })).body;
-      const event = await eventually(async () => {
-        const list = (await h.request('GET', '/v1/events?type=token.expired&limit=100')).body.data as {
-          created_at: string;
-          data: { token_id: string; status: string };
-        }[];
-        return list.find((e) => e.data.token_id === token.token_id);
-      }, 5000);
+      const event = await until(
+        "the expired token's token.expired event",
+        async () => {
+          const list = (await h.request('GET', '/v1/events?type=token.expired&limit=100')).body.data as {
+            created_at: string;
+            data: { token_id: string; status: string };
+          }[];
+          return list.find((e) => e.data.token_id === token.token_id);
+        },
+        { timeoutMs: 5000 },
+      );
       expect(event.data.status).toBe('expired');
       expect(Date.parse(event.created_at) - Date.parse(expiresAt)).toBeLessThan(2000);
       const stored = await h.db.store.tokens.get(h.accountId, token.token_id);

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectRedis, type RedisConnection } from '../../src/cluster/redis-connection.js';
 import type { Counters } from '../../src/limits/counters.js';
 import { RedisCounters } from '../../src/limits/redis-counters.js';
-import { eventually, startRedis, type TestRedis } from '../cluster/support.js';
+import { startRedis, type TestRedis } from '../cluster/support.js';
+import { until } from '../support/poll.js';
 import type { UnauthorizedAttempt } from '../../src/anomalies/record.js';
 import type { NewEvent } from '../../src/events/publisher.js';
 import { MemoryCounters } from '../../src/limits/counters.js';
@@ -105,7 +106,7 @@ describe('breach alerts owed at shutdown, two members on one real Redis', () => 
   beforeAll(async () => {
     redis = await startRedis();
     connection = connectRedis({ url: redis.url }, pino({ level: 'silent' }));
-    await eventually(() => connection.up);
+    await until('the connection to Redis to be up', () => connection.up, { timeoutMs: 20_000 });
   }, 60_000);
 
   afterAll(async () => {
@@ -118,7 +119,7 @@ describe('breach alerts owed at shutdown, two members on one real Redis', () => 
     const a = handler(clock, new RedisCounters(connection.client));
     const b = handler(clock, new RedisCounters(connection.client));
     a.breach.onUnauthorized(attempt('192.0.2.1', 'https://evil.example', clock.at));
-    await eventually(() => a.events.length === 1);
+    await until("member A's first breach event", () => a.events.length === 1, { timeoutMs: 20_000 });
     // Thirty seconds later both members see the same tuple again: coalesced on each.
     clock.at += 30_000;
     a.breach.onUnauthorized(attempt('192.0.2.1', 'https://evil.example', clock.at));
@@ -133,7 +134,7 @@ describe('breach alerts owed at shutdown, two members on one real Redis', () => 
     // for both coalesced attempts: A's stop left the shared count and window as they were.
     await new Promise((r) => setTimeout(r, 200)); // B's Redis answer, settled in the background
     await b.breach.flush(T0 + 91_000);
-    await eventually(() => b.events.length > 0, 5_000);
+    await until("member B's flushed breach event", () => b.events.length > 0, { timeoutMs: 5_000 });
     expect(b.events.map((e) => e.data)).toEqual([expect.objectContaining({ ip: '192.0.2.1', attempts: 2 })]);
     await b.breach.close();
   });

@@ -4,7 +4,8 @@ import { connectRedis, probeDelayMs, type RedisConnection } from '../../src/clus
 import { MemoryCounters } from '../../src/limits/counters.js';
 import { FallbackCounters } from '../../src/limits/fallback-counters.js';
 import { RedisCounters } from '../../src/limits/redis-counters.js';
-import { eventually, startRedis, type TestRedis } from '../cluster/support.js';
+import { startRedis, type TestRedis } from '../cluster/support.js';
+import { until } from '../support/poll.js';
 
 /** A redis-server of its own, and FallbackCounters over a connection to it, once it is up. */
 async function fallbackOnOwnRedis(logger: pino.Logger) {
@@ -12,7 +13,7 @@ async function fallbackOnOwnRedis(logger: pino.Logger) {
   const connection = connectRedis({ url: redis.url }, logger);
   const local = new MemoryCounters();
   const counters = new FallbackCounters(new RedisCounters(connection.client), local, connection);
-  await eventually(() => connection.up);
+  await until('the connection to Redis to be up', () => connection.up, { timeoutMs: 20_000 });
   return { redis, connection, local, counters };
 }
 
@@ -44,7 +45,7 @@ describe('FallbackCounters on a Redis that goes away and comes back', () => {
     await redis.kill();
     const answer = counters.hit('rl:t', 60_000, 2_000);
     expect((await answer).count).toBe(1); // memory's own window: the shared count is out of reach
-    await eventually(() => !connection.up);
+    await until('the connection to notice Redis is gone', () => !connection.up, { timeoutMs: 20_000 });
     const next = counters.hit('rl:t', 60_000, 2_001);
     expect(next).not.toBeInstanceOf(Promise);
     expect(next).toEqual({ count: 2, resetAt: 62_000 });
@@ -53,7 +54,7 @@ describe('FallbackCounters on a Redis that goes away and comes back', () => {
 
   it('Redis back: counts go to Redis again by themselves', async () => {
     await redis.start();
-    await eventually(() => connection.up, 30_000);
+    await until('the connection to the restarted Redis to be up', () => connection.up, { timeoutMs: 30_000 });
     expect(counters.sharing).toBe(true);
     // The restarted Redis is empty: a fresh window there, not memory's count of 2.
     expect((await counters.hit('rl:t', 60_000, 3_000)).count).toBe(1);
@@ -88,8 +89,8 @@ describe('a Redis that answers with errors (maxmemory reached: it refuses writes
     expect((await counters.hit('rl:oom', 60_000, 1_000)).count).toBe(1);
     expect(connection.up).toBe(false);
     // PING still answers; only a write proves Redis usable, so it stays away (4 s: four probes).
-    const until = Date.now() + 4_000;
-    while (Date.now() < until) {
+    const deadline = Date.now() + 4_000;
+    while (Date.now() < deadline) {
       expect(connection.up).toBe(false);
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -99,7 +100,7 @@ describe('a Redis that answers with errors (maxmemory reached: it refuses writes
     expect(lines.filter((l) => l.includes('Redis is back'))).toHaveLength(0);
 
     await redis.command(['CONFIG', 'SET', 'maxmemory', '0']);
-    await eventually(() => connection.up, 5_000);
+    await until('the connection to be up once writes pass', () => connection.up, { timeoutMs: 5_000 });
     expect((await counters.hit('rl:oom', 60_000, 2_000)).count).toBe(1); // Redis's own window
     expect(lines.filter((l) => l.includes('Redis is back'))).toHaveLength(1);
   }, 30_000);
@@ -112,12 +113,16 @@ describe('a Redis that answers with errors (maxmemory reached: it refuses writes
       pino({ level: 'info' }, { write: (line: string) => void own.push(line) }),
     );
     try {
-      await eventually(() => own.some((l) => l.includes('refuses tokenproxy')), 5_000);
+      await until(
+        "the 'refuses tokenproxy' warning",
+        () => own.some((l) => l.includes('refuses tokenproxy')),
+        { timeoutMs: 5_000 },
+      );
       expect(fresh.client.isReady).toBe(true);
       expect(fresh.up).toBe(false);
       expect(own.filter((l) => l.includes('connected to Redis'))).toHaveLength(0);
       await redis.command(['CONFIG', 'SET', 'maxmemory', '0']);
-      await eventually(() => fresh.up, 5_000);
+      await until('the new connection to be up once writes pass', () => fresh.up, { timeoutMs: 5_000 });
       expect(own.filter((l) => l.includes('connected to Redis'))).toHaveLength(1);
     } finally {
       await redis.command(['CONFIG', 'SET', 'maxmemory', '0']);
@@ -131,7 +136,7 @@ describe('a Redis that answers with errors (maxmemory reached: it refuses writes
       const start = Date.now();
       connection.suspect(new Error('command timed out'));
       expect(connection.up).toBe(false);
-      await eventually(() => connection.up, 10_000);
+      await until('the suspected connection to be up again', () => connection.up, { timeoutMs: 10_000 });
       return Date.now() - start;
     };
     // Lower bounds only: a slow machine can only make Redis look away for longer.

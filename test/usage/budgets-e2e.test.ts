@@ -5,12 +5,15 @@ import type { RequestLogRecord } from '../../src/requestlog/record.js';
 import { periodWindow } from '../../src/usage/budget.js';
 import type { PriceData } from '../../src/usage/prices.js';
 import { databases } from '../support/databases.js';
+import { until } from '../support/poll.js';
 import { APP_ORIGIN, bearer, startProxyHarness, type ProxyHarness } from '../proxy/harness.js';
 
 const PRICES: PriceData = { openai: { 'gpt-4o': { input: 2.5, output: 10 } } };
 /** A chat body that names its maximum: the mock answers with fewer output tokens than this. */
 const BODY = JSON.stringify({ model: 'gpt-4o', max_tokens: 60, messages: [{ role: 'user', content: 'hi' }] });
 const WORST = Buffer.byteLength(BODY) + 60;
+/** The probes below read this process's own counters and events: cheap, so poll often. */
+const POLL = { timeoutMs: 5_000, everyMs: 10 };
 
 const json = (token: string): Record<string, string> => ({
   ...bearer(token),
@@ -67,7 +70,7 @@ for (const fixture of databases) {
       expect(Math.min(...costs)).toBeGreaterThan(0);
       expect(spent).toBeLessThanOrEqual(budget + Math.max(...costs));
       // Every reservation was settled to the real usage: the counter is exactly what was spent.
-      await waitFor(() => spentOf(tokenId) === spent);
+      await until('the budget counter to settle at what was spent', () => spentOf(tokenId) === spent, POLL);
       // Refused requests never reached the provider.
       const reached = h.mock.received.filter(
         (r) => r.headers.authorization !== undefined && r.path === '/v1/chat/completions',
@@ -94,8 +97,10 @@ for (const fixture of databases) {
         });
         if (res.status === 429) break;
       }
-      await waitFor(() =>
-        h.events.some((e) => e.type === 'budget.threshold_reached' && e.data.token_id === tokenId),
+      await until(
+        "the token's budget.threshold_reached event",
+        () => h.events.some((e) => e.type === 'budget.threshold_reached' && e.data.token_id === tokenId),
+        POLL,
       );
       const reached = h.events.filter(
         (e) => e.type === 'budget.threshold_reached' && e.data.token_id === tokenId,
@@ -155,7 +160,7 @@ for (const fixture of databases) {
         body: BODY,
         signal: controller.signal,
       }).catch(() => undefined);
-      await waitFor(() => spentOf(tokenId) > 0);
+      await until("the streamed request's reservation", () => spentOf(tokenId) > 0, POLL);
       expect(spentOf(tokenId)).toBe(WORST);
       controller.abort();
       await pending;
@@ -196,7 +201,7 @@ for (const fixture of databases) {
       }
       expect(ok).toBeGreaterThan(0);
       expect(spent).toBeLessThanOrEqual(10_000);
-      await waitFor(() => spentOf(tokenId) === spent);
+      await until('the budget counter to settle at what was spent', () => spentOf(tokenId) === spent, POLL);
 
       const other = await h.createToken({ budget: { amount_usd: 1, period: 'day' } });
       const unlisted = JSON.stringify({ model: 'gpt-secret', max_tokens: 60, messages: [] });
@@ -208,7 +213,12 @@ for (const fixture of databases) {
       const record = await h.recordOf(res.headers['x-tokenproxy-request-id']);
       expect(record.costMicros).toBeNull(); // the log says "no price" …
       const charged = Math.ceil((record.inputTokens ?? 0) * 2.5 + (record.outputTokens ?? 0) * 10);
-      await waitFor(() => spentOf(other.tokenId) === charged); // … the budget still counts it
+      // … the budget still counts it
+      await until(
+        'the unpriced request to be charged to the budget',
+        () => spentOf(other.tokenId) === charged,
+        POLL,
+      );
     });
 
     it("an account budget caps the sum of the account's tokens, and can be removed", async () => {
@@ -289,11 +299,3 @@ describe.skipIf(!databases[0]?.available)('budgets in the API', () => {
     expect(origin).toContain('https://');
   });
 });
-
-async function waitFor(check: () => boolean, timeoutMs = 5000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > until) throw new Error('condition not reached in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
