@@ -1,20 +1,7 @@
 """Official Python client for the tokenproxy management API. Standard library only."""
 
 from ._access import ApiKey, ApiKeys, Audit, AuditActor, AuditEntry, CreatedApiKey
-from ._client import (
-    UNSET,
-    AccountResource,
-    Anomalies,
-    Events,
-    Keys,
-    Logs,
-    Providers,
-    TokenProxy,
-    Tokens,
-    UsageResource,
-    Webhooks,
-    __version__,
-)
+from ._client import TokenProxy, __version__
 from ._errors import (
     APICertificateError,
     APIConnectionError,
@@ -53,6 +40,18 @@ from ._models import (
     Redelivery,
 )
 from ._pagination import Page
+from ._resources import (
+    UNSET,
+    AccountResource,
+    Anomalies,
+    Events,
+    Keys,
+    Logs,
+    Providers,
+    Tokens,
+    UsageResource,
+    Webhooks,
+)
 from ._routes import ID_FIELDS, ROUTES
 from ._webhooks import verify_webhook
 
