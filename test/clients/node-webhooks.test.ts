@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { WebhookVerificationError, verifyWebhook } from '../../clients/node/src/index.js';
+import { until } from '../support/poll.js';
 import { client, t, tokenParams, useClientTestServer } from './node-support.js';
 
 let hasWebhooks = false;
@@ -40,11 +41,10 @@ describe('@tokenproxy/client against a real server', () => {
 
       const token = await c.tokens.create(tokenParams('watched'));
       await c.tokens.revoke(token.id);
-      const deadline = Date.now() + 20_000;
-      while (received.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-      expect(received.length).toBeGreaterThan(0);
-      const delivery = received[0];
-      if (delivery === undefined) return;
+      const delivery = await until('the webhook delivery', () => received[0], {
+        timeoutMs: 20_000,
+        everyMs: 100,
+      });
       const event = verifyWebhook(delivery.body, delivery.headers, hook.secret);
       expect(event.type).toBe('token.revoked');
       expect(event.id).toBe(delivery.headers['webhook-id']);

@@ -8,6 +8,7 @@ import { startLogWorker } from '../../src/requestlog/log-worker.js';
 import { timestampPosition } from '../../src/store/records.js';
 import type { Store } from '../../src/store/store.js';
 import { databases, type OpenedDatabase } from '../support/databases.js';
+import { until } from '../support/poll.js';
 import { allPages, anomalyEntry, createToken, newAccount } from '../store/helpers.js';
 import { capture, record } from './helpers.js';
 
@@ -118,7 +119,7 @@ for (const fixture of databases) {
         };
         // Waits for the n-th reduction (at most 15 s): they come seconds after a quiet spell begins.
         const reductionNumber = async (n: number) => {
-          for (let i = 0; i < 150 && reductions().length < n; i++) await sleep(100);
+          await until(`reduction ${n}`, () => reductions().length >= n, { timeoutMs: 15_000, everyMs: 100 });
           expect(reductions()).toHaveLength(n);
         };
         try {

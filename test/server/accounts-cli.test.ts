@@ -9,6 +9,7 @@ import { refuseAuditEntries } from '../support/audit-refusal.js';
 import { runCli, startServe, type ServerProcess } from '../support/cli.js';
 import { databases, type OpenedDatabase } from '../support/databases.js';
 import { startMockProvider, type MockProvider } from '../support/mock-provider.js';
+import { until } from '../support/poll.js';
 
 const API_KEY_RE = /svc_sk_[1-9A-HJ-NP-Za-km-z]{43}/;
 const REAL_KEY = `sk-cli-${Date.now()}-DISTINCT-real-key`;
@@ -18,14 +19,8 @@ const PLANS = {
   tiny: { active_tokens: 1, requests_per_month: 2 },
 };
 
-/** Polls until `check` resolves true; plan changes reach the proxy within about a second. */
-async function within(ms: number, check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+/** Plan changes reach the proxy within about a second; each probe is a proxied request. */
+const PLAN_POLL = { timeoutMs: 10_000, everyMs: 100 };
 
 for (const fixture of databases) {
   describe.skipIf(!fixture.available)(`tokenproxy accounts … while the server runs (${fixture.name})`, () => {
@@ -156,13 +151,21 @@ for (const fixture of databases) {
       expect(refused.body.error.code).toBe('plan_limit_exceeded');
       expect((await api(key, 'GET', '/v1/account')).body).toMatchObject({ plan: 'tiny' });
       // The proxy re-reads plans every second: 3 requests used, 2 allowed, so it refuses.
-      await within(10_000, async () => (await proxied(token)).status === 429);
+      await until(
+        'the proxy to refuse on the tiny plan',
+        async () => (await proxied(token)).status === 429,
+        PLAN_POLL,
+      );
       const quota = await proxied(token);
       expect(quota.status).toBe(429);
       expect(quota.text).toContain('quota_exceeded');
 
       expect((await cli(['set-plan', created.account_id, 'team'])).code).toBe(0);
-      await within(10_000, async () => (await proxied(token)).status === 200);
+      await until(
+        'the proxy to forward on the team plan again',
+        async () => (await proxied(token)).status === 200,
+        PLAN_POLL,
+      );
       expect((await newToken(key, 'two')).status).toBe(201);
 
       const unknown = await cli(['set-plan', 'mover', 'gold']);

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { LOG_WORKER_IDLE_RULE } from '../../src/requestlog/log-budgets.js';
+import { until } from '../support/poll.js';
 import {
   IDLE_MEMORY_RULE,
   memoryReducingGc,
@@ -63,7 +64,7 @@ describe('idle memory reduction: on a real heap', () => {
       expect(reductions).toHaveLength(0);
 
       // Quiet: one reduction, which gives back what the spell made V8 keep.
-      for (let i = 0; i < 40 && reductions.length === 0; i++) await sleep(50);
+      await until('the reduction after the spell', () => reductions.length > 0, { timeoutMs: 2_000 });
       expect(reductions).toHaveLength(1);
       const [r] = reductions as [MemoryReduction];
       expect(r.rssAfter).toBeLessThan(r.rssBefore - 20 * 1_048_576);
@@ -95,7 +96,7 @@ describe('idle memory reduction: on a real heap', () => {
       work += 3;
       await sleep(100);
       expect(counted).toHaveLength(0);
-      for (let i = 0; i < 40 && counted.length === 0; i++) await sleep(50);
+      await until("the start-up's reduction", () => counted.length > 0, { timeoutMs: 2_000 });
       expect(counted).toHaveLength(1);
       expect(uncounted).toHaveLength(0);
 
