@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databases, type OpenedDatabase } from '../support/databases.js';
 import { startMockProvider, type MockProvider } from '../support/mock-provider.js';
 import { until } from '../support/poll.js';
-import { startRedis, startTestCluster, type TestCluster, type TestRedis } from './support.js';
+import { REDIS_POLL, startRedis, startTestCluster, type TestCluster, type TestRedis } from './support.js';
 
 const postgres = databases.find((d) => d.name === 'postgres');
 const ORIGIN = { origin: 'https://app.example.com' };
@@ -205,7 +205,7 @@ describe.skipIf(!postgres?.available)('three serve processes on one PostgreSQL d
     await until(
       'the quota.threshold_reached event',
       async () => (await events('quota.threshold_reached')) > 0,
-      { timeoutMs: 20_000 },
+      REDIS_POLL,
     );
     await new Promise((r) => setTimeout(r, 1_000));
     expect(await events('quota.threshold_reached')).toBe(1);

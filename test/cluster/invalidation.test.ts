@@ -10,7 +10,7 @@ import {
 import { connectRedis, reconnectDelayMs, type RedisConnection } from '../../src/cluster/redis-connection.js';
 import { redactRedisUrl } from '../../src/cluster/redis-url.js';
 import { until } from '../support/poll.js';
-import { startRedis, type TestRedis } from './support.js';
+import { REDIS_POLL, startRedis, type TestRedis } from './support.js';
 
 describe('invalidation messages', () => {
   const table: [string, ReturnType<typeof parseInvalidation>][] = [
@@ -51,7 +51,7 @@ describe('the invalidation bus on a real Redis', () => {
     redis = await startRedis();
     a = connectRedis({ url: redis.url }, logger);
     b = connectRedis({ url: redis.url }, logger);
-    await until('both connections to Redis to be up', () => a.up && b.up, { timeoutMs: 20_000 });
+    await until('both connections to Redis to be up', () => a.up && b.up, REDIS_POLL);
   }, 60_000);
 
   afterAll(async () => {
@@ -67,11 +67,11 @@ describe('the invalidation bus on a real Redis', () => {
       'both processes to subscribe to tokenproxy:invalidate',
       async () =>
         ((await redis.command(['PUBSUB', 'NUMSUB', 'tokenproxy:invalidate'])) as [string, number])[1] === 2,
-      { timeoutMs: 20_000 },
+      REDIS_POLL,
     );
     busA.invalidate('tokens');
     expect(dropsA).toEqual(['tokens']); // synchronously: the next request of A reads the store
-    await until("B's drop of the tokens cache", () => dropsB.length === 1, { timeoutMs: 20_000 });
+    await until("B's drop of the tokens cache", () => dropsB.length === 1, REDIS_POLL);
     expect(dropsB).toEqual(['tokens']);
     // A skips its own message: one drop, not two.
     await new Promise((r) => setTimeout(r, 200));
@@ -81,7 +81,7 @@ describe('the invalidation bus on a real Redis', () => {
   it('a CLI process without a server can publish too', async () => {
     dropsB.length = 0;
     expect(await publishInvalidationOnce({ url: redis.url }, 'accounts')).toBe(true);
-    await until("B's drop of the accounts cache", () => dropsB.length === 1, { timeoutMs: 20_000 });
+    await until("B's drop of the accounts cache", () => dropsB.length === 1, REDIS_POLL);
     expect(dropsB).toEqual(['accounts']);
   });
 
@@ -89,7 +89,7 @@ describe('the invalidation bus on a real Redis', () => {
     dropsA.length = 0;
     dropsB.length = 0;
     await redis.kill();
-    await until('both connections to notice Redis is gone', () => !a.up && !b.up, { timeoutMs: 20_000 });
+    await until('both connections to notice Redis is gone', () => !a.up && !b.up, REDIS_POLL);
     // Publishing while Redis is away neither throws nor waits; the local drop still happens.
     createInvalidation({ connection: a, drop: () => undefined, logger }).invalidate('tokens');
     expect(await publishInvalidationOnce({ url: redis.url }, 'tokens', 500)).toBe(false);

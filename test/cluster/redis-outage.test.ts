@@ -5,6 +5,7 @@ import { until } from '../support/poll.js';
 import {
   metricValue,
   readyz,
+  REDIS_POLL,
   startRedis,
   startTestCluster,
   type TestCluster,
@@ -73,7 +74,7 @@ describe.skipIf(!postgres?.available)('two serve processes while Redis goes away
       await until(
         `tokenproxy_redis_up 1 at ${server.apiUrl}`,
         async () => (await metricValue(server.apiUrl, 'tokenproxy_redis_up')) === 1,
-        { timeoutMs: 20_000 },
+        REDIS_POLL,
       );
       expect(await readyz(server.apiUrl)).toEqual({ status: 200, body: { status: 'ready' } });
     }
@@ -101,7 +102,7 @@ describe.skipIf(!postgres?.available)('two serve processes while Redis goes away
       await until(
         `tokenproxy_redis_up 0 at ${server.apiUrl}`,
         async () => (await metricValue(server.apiUrl, 'tokenproxy_redis_up')) === 0,
-        { timeoutMs: 20_000 },
+        REDIS_POLL,
       );
       expect(await readyz(server.apiUrl)).toEqual({
         status: 200,

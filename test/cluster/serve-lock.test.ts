@@ -7,7 +7,7 @@ import { openStore } from '../../src/store/open.js';
 import { runCli, startServe, type ServerProcess } from '../support/cli.js';
 import { databases, type OpenedDatabase } from '../support/databases.js';
 import { until } from '../support/poll.js';
-import { readyz, startRedis, type TestRedis } from './support.js';
+import { readyz, REDIS_POLL, startRedis, type TestRedis } from './support.js';
 
 const postgres = databases.find((d) => d.name === 'postgres');
 const KEK = { TOKENPROXY_MASTER_KEY: Buffer.alloc(32, 9).toString('base64') };
@@ -158,7 +158,7 @@ describe('several processes on one SQLite data dir with redis', () => {
       await until(
         "the 'Redis is unreachable at start' log line",
         () => started.stdout().includes('Redis is unreachable at start'),
-        { timeoutMs: 20_000 },
+        REDIS_POLL,
       );
       const everything = started.stdout() + started.stderr();
       expect(everything).toContain(`redis://:***@127.0.0.1:${redis.port}`);

@@ -43,6 +43,12 @@ export interface RedisTls {
   readonly caPem: string;
 }
 
+/**
+ * `until`'s bound for what these suites wait for: a Redis connection coming up or noticing an outage
+ * (reconnects back off), another process's publish or a `serve` member's log line.
+ */
+export const REDIS_POLL = { timeoutMs: 20_000 };
+
 /** With `tls`, the server speaks TLS only (`rediss://`), with the given certificate. */
 export async function startRedis(options: { tls?: RedisTls } = {}): Promise<TestRedis> {
   const port = await freePort();

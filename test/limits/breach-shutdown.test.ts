@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectRedis, type RedisConnection } from '../../src/cluster/redis-connection.js';
 import type { Counters } from '../../src/limits/counters.js';
 import { RedisCounters } from '../../src/limits/redis-counters.js';
-import { startRedis, type TestRedis } from '../cluster/support.js';
+import { REDIS_POLL, startRedis, type TestRedis } from '../cluster/support.js';
 import { until } from '../support/poll.js';
 import type { UnauthorizedAttempt } from '../../src/anomalies/record.js';
 import type { NewEvent } from '../../src/events/publisher.js';
@@ -106,7 +106,7 @@ describe('breach alerts owed at shutdown, two members on one real Redis', () => 
   beforeAll(async () => {
     redis = await startRedis();
     connection = connectRedis({ url: redis.url }, pino({ level: 'silent' }));
-    await until('the connection to Redis to be up', () => connection.up, { timeoutMs: 20_000 });
+    await until('the connection to Redis to be up', () => connection.up, REDIS_POLL);
   }, 60_000);
 
   afterAll(async () => {
@@ -119,7 +119,7 @@ describe('breach alerts owed at shutdown, two members on one real Redis', () => 
     const a = handler(clock, new RedisCounters(connection.client));
     const b = handler(clock, new RedisCounters(connection.client));
     a.breach.onUnauthorized(attempt('192.0.2.1', 'https://evil.example', clock.at));
-    await until("member A's first breach event", () => a.events.length === 1, { timeoutMs: 20_000 });
+    await until("member A's first breach event", () => a.events.length === 1, REDIS_POLL);
     // Thirty seconds later both members see the same tuple again: coalesced on each.
     clock.at += 30_000;
     a.breach.onUnauthorized(attempt('192.0.2.1', 'https://evil.example', clock.at));

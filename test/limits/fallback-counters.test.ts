@@ -4,7 +4,7 @@ import { connectRedis, probeDelayMs, type RedisConnection } from '../../src/clus
 import { MemoryCounters } from '../../src/limits/counters.js';
 import { FallbackCounters } from '../../src/limits/fallback-counters.js';
 import { RedisCounters } from '../../src/limits/redis-counters.js';
-import { startRedis, type TestRedis } from '../cluster/support.js';
+import { REDIS_POLL, startRedis, type TestRedis } from '../cluster/support.js';
 import { until } from '../support/poll.js';
 
 /** A redis-server of its own, and FallbackCounters over a connection to it, once it is up. */
@@ -13,7 +13,7 @@ async function fallbackOnOwnRedis(logger: pino.Logger) {
   const connection = connectRedis({ url: redis.url }, logger);
   const local = new MemoryCounters();
   const counters = new FallbackCounters(new RedisCounters(connection.client), local, connection);
-  await until('the connection to Redis to be up', () => connection.up, { timeoutMs: 20_000 });
+  await until('the connection to Redis to be up', () => connection.up, REDIS_POLL);
   return { redis, connection, local, counters };
 }
 
@@ -45,7 +45,7 @@ describe('FallbackCounters on a Redis that goes away and comes back', () => {
     await redis.kill();
     const answer = counters.hit('rl:t', 60_000, 2_000);
     expect((await answer).count).toBe(1); // memory's own window: the shared count is out of reach
-    await until('the connection to notice Redis is gone', () => !connection.up, { timeoutMs: 20_000 });
+    await until('the connection to notice Redis is gone', () => !connection.up, REDIS_POLL);
     const next = counters.hit('rl:t', 60_000, 2_001);
     expect(next).not.toBeInstanceOf(Promise);
     expect(next).toEqual({ count: 2, resetAt: 62_000 });
