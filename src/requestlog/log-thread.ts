@@ -102,7 +102,6 @@ async function main(): Promise<void> {
   let received = 0;
   const reducer = startIdleMemoryReducer(() => received, {
     rule: LOG_WORKER_IDLE_RULE,
-    startUpIsBusy: true,
     onReduced: logReduction(logger, 'log worker'),
   });
 

@@ -65,20 +65,18 @@ export interface IdleMemoryOptions {
   /** Work still under way that the counter does not see (open streams): never reduce meanwhile. */
   readonly busy?: (() => boolean) | undefined;
   readonly checkEveryMs?: number | undefined;
-  /**
-   * Count the thread's start-up as a busy spell. Loading the modules, building the management API and
-   * opening the store leave both threads with more committed than they need (a young generation grown
-   * to its maximum, start-up garbage in pooled pages): a fresh `serve` went from ~180 to ~140 MB once
-   * both had given it back, which a server that gets no traffic would otherwise keep for its whole
-   * life. Traffic that comes at once makes the start-up part of the first spell, returned with it.
-   */
-  readonly startUpIsBusy?: boolean | undefined;
   readonly onReduced?: ((reduction: MemoryReduction) => void) | undefined;
 }
 
 /**
  * Watches a work counter (requests proxied, records stored) and reduces memory when the rule says so.
  * The check is one timer that keeps nothing alive; the counter is read, never reset.
+ *
+ * The thread's start-up counts as a busy spell. Loading the modules, building the management API and
+ * opening the store leave both threads with more committed than they need (a young generation grown
+ * to its maximum, start-up garbage in pooled pages): a fresh `serve` went from ~180 to ~140 MB once
+ * both had given it back, which a server that gets no traffic would otherwise keep for its whole
+ * life. Traffic that comes at once makes the start-up part of the first spell, returned with it.
  */
 export function startIdleMemoryReducer(
   work: () => number,
@@ -89,7 +87,7 @@ export function startIdleMemoryReducer(
   const rule = options.rule ?? IDLE_MEMORY_RULE;
   let seen = work();
   let changedAt = performance.now();
-  let atLastReduction = options.startUpIsBusy === true ? seen - rule.minWork : seen;
+  let atLastReduction = seen - rule.minWork;
   const timer = setInterval(() => {
     const now = performance.now();
     const count = work();

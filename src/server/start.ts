@@ -192,7 +192,6 @@ async function startLocked(
   });
   const reducer = startIdleMemoryReducer(() => proxy.requests(), {
     busy: () => proxy.inFlight() > 0,
-    startUpIsBusy: true,
     onReduced: logReduction(logger, 'proxy'),
   });
   started.push(() => reducer.stop());
