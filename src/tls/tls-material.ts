@@ -158,9 +158,9 @@ async function loadOrGenerate(dataDir: string): Promise<TlsMaterial> {
   if (found !== undefined) return { ...found, generated: false };
 
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
-  // Loaded only on the start that makes the pair: the X.509 library holds ~2.5 MB of heap for good.
-  const { generateSelfSigned } = await import('./self-signed.js');
-  const { certPem, keyPem } = await generateSelfSigned();
+  // On a thread of its own, which ends with it: the X.509 library would stay loaded for good.
+  const { generateSelfSignedOnThread } = await import('./generate-on-thread.js');
+  const { certPem, keyPem } = await generateSelfSignedOnThread();
   const staging = await mkdtemp(join(dataDir, `.tls-${randomBytes(4).toString('hex')}-`)); // mode 0700
   try {
     await writeFile(join(staging, KEY_FILE), keyPem, { mode: 0o600, flag: 'wx' });

@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer, request, type Server } from 'node:https';
@@ -5,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TLSSocket } from 'node:tls';
+import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { generateSelfSigned } from '../../src/tls/self-signed.js';
 import { loadTlsMaterial, TlsMaterialError, type TlsMaterial } from '../../src/tls/tls-material.js';
@@ -258,5 +260,37 @@ describe('a real TLS 1.3 server with the generated material', () => {
     await expect(
       get({ servername: 'localhost', ca: material.cert, maxVersion: 'TLSv1.2' }),
     ).rejects.toThrow();
+  });
+});
+
+describe('generating on a thread of its own', () => {
+  const built = (file: string): string => fileURLToPath(new URL(`../../dist/tls/${file}`, import.meta.url));
+
+  /**
+   * Runs the built module in a fresh Node and reports whether the X.509 library was loaded on its
+   * main thread: `reflect-metadata`, which the library needs, defines `Reflect.getMetadata` globally.
+   */
+  async function x509LoadedAfter(script: string): Promise<string> {
+    // A file, not `--input-type=module -e`: worker threads inherit the flag, which then refuses their file.
+    const file = join(dataDir, `probe-${Math.random().toString(36).slice(2)}.mjs`);
+    await writeFile(file, `${script}\nconsole.log(typeof Reflect.getMetadata);\n`);
+    return new Promise((resolve, reject) => {
+      execFile(process.execPath, [file], { timeout: 30_000 }, (err, stdout, stderr) =>
+        err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout.trim()),
+      );
+    });
+  }
+
+  it('leaves the X.509 library out of the process that serves', async () => {
+    const material = JSON.stringify(built('tls-material.js'));
+    const dir = JSON.stringify(join(dataDir, 'served'));
+    const script = `const { loadTlsMaterial } = await import(${material});
+const m = await loadTlsMaterial({ dataDir: ${dir} });
+if (!m.generated || !m.cert.includes('BEGIN CERTIFICATE')) throw new Error('no pair generated');`;
+    expect(await x509LoadedAfter(script)).toBe('undefined');
+    // The probe sees the library when it is loaded where the server runs.
+    const direct = `await (await import(${JSON.stringify(built('self-signed.js'))})).generateSelfSigned();`;
+    expect(await x509LoadedAfter(direct)).toBe('function');
+    expect((await loadTlsMaterial({ dataDir: join(dataDir, 'served') })).generated).toBe(false);
   });
 });
