@@ -1,5 +1,9 @@
+import gc
 import os
 import sys
+import unittest
+import warnings
+from typing import Any, List
 
 # Tests run from a checkout, without installing the package.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src"))
@@ -14,3 +18,34 @@ DROP_URL = ENV.get("TOKENPROXY_TEST_DROP_URL")
 COUNT_URL = ENV.get("TOKENPROXY_TEST_COUNT_URL")
 HAS_WEBHOOKS = ENV.get("TOKENPROXY_TEST_HAS_WEBHOOKS") == "1"
 SERVER = BASE_URL is not None and CA_FILE is not None and len(API_KEYS) >= 3
+
+
+def fail_on_unclosed(test: unittest.TestCase) -> None:
+    """Makes ``test`` fail when it leaves a socket or file unclosed. Their ResourceWarning is raised
+    in ``__del__``, where an exception is only printed, so it is caught by sys.unraisablehook."""
+    leaks: List[str] = []
+    previous = sys.unraisablehook
+
+    def hook(unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, ResourceWarning):
+            leaks.append(str(unraisable.exc_value))
+        else:
+            previous(unraisable)
+
+    filters = warnings.catch_warnings()
+    filters.__enter__()
+    warnings.simplefilter("error", ResourceWarning)
+    sys.unraisablehook = hook
+
+    def restore() -> None:
+        sys.unraisablehook = previous
+        filters.__exit__(None, None, None)
+
+    def check() -> None:
+        gc.collect()  # what a reference cycle still holds
+        if leaks:
+            test.fail("left unclosed: " + "; ".join(leaks))
+
+    # Cleanups run last in, first out: check while the hook is still in place.
+    test.addCleanup(restore)
+    test.addCleanup(check)

@@ -1,22 +1,29 @@
-"""Parts that need no server: retries and idempotency keys (fake transport), the webhook verifier."""
+"""Parts that need no server: retries and idempotency keys (fake transport), error fields, the
+real transport against a local stub, the webhook verifier."""
 
 import base64
 import hashlib
 import hmac
+import http.server
 import json
 import os
+import threading
 import time
 import unittest
 from typing import Any, Dict, List, Optional, Tuple
+from unittest import mock
 
-from _support import ENV  # noqa: F401 - puts src/ on sys.path
+from _support import fail_on_unclosed
 
 from tokenproxy import (
     APIConnectionError,
+    APITimeoutError,
     InternalServerError,
     InvalidRequestError,
+    NotFoundError,
     RateLimitError,
     TokenProxy,
+    TokenProxyError,
     WebhookVerificationError,
     verify_webhook,
 )
@@ -36,7 +43,8 @@ class FakeTransport:
         if answer is None:
             raise APIConnectionError("socket hang up", code="connection_error")
         status, headers_out, payload = answer
-        return status, headers_out, json.dumps(payload).encode()
+        raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        return status, headers_out, raw
 
 
 def fake_client(answers: List[Optional[Answer]], max_retries: int = 3) -> Tuple[TokenProxy, FakeTransport]:
@@ -46,22 +54,31 @@ def fake_client(answers: List[Optional[Answer]], max_retries: int = 3) -> Tuple[
     return c, fake
 
 
+REAL_SLEEP = time.sleep
 CREATED = {"token_id": "abc", "sanitized_key": "svc_hb_x", "name": "n", "rate_limit": None}
+
+
+def stub_client_sleep(test: unittest.TestCase) -> List[float]:
+    """The waits the client would have slept. Only the client's own reference is patched: the
+    global time.sleep, which every other module and thread shares, stays as it is."""
+    waits: List[float] = []
+    patcher = mock.patch.object(_client, "sleep", waits.append)
+    patcher.start()
+    test.addCleanup(patcher.stop)
+    return waits
 
 
 class RetryTest(unittest.TestCase):
     def setUp(self) -> None:
-        self._sleep = _client.time.sleep
-        _client.time.sleep = lambda s: None  # type: ignore[assignment]
-
-    def tearDown(self) -> None:
-        _client.time.sleep = self._sleep  # type: ignore[assignment]
+        self.waits = stub_client_sleep(self)
 
     def test_retries_network_5xx_429_with_one_idempotency_key(self) -> None:
         c, fake = fake_client([None, (503, {}, {}), (429, {"retry-after": "0"}, {}), (201, {}, CREATED)])
         token = c.tokens.create(name="n", provider="openai", real_key="sk-x", allowed_hosts=["a.example"])
         self.assertEqual((token.id, token.sanitized_key), ("abc", "svc_hb_x"))
         self.assertEqual(len(fake.calls), 4)
+        self.assertEqual(len(self.waits), 3)
+        self.assertEqual(self.waits[2], 0.0)
         self.assertEqual(fake.calls[0]["url"], "https://tp.example/v1/tokens")
         keys = {call["headers"]["Idempotency-Key"] for call in fake.calls}
         self.assertEqual(len(keys), 1)
@@ -119,6 +136,120 @@ class RetryTest(unittest.TestCase):
         c = TokenProxy(api_key="svc_sk_test", base_url="https://127.0.0.1:1", max_retries=1)
         with self.assertRaises(APIConnectionError):
             c.account.get()
+
+    def test_stubbing_the_retry_wait_leaves_time_sleep_alone(self) -> None:
+        self.assertIs(time.sleep, REAL_SLEEP)
+        c, _ = fake_client([(503, {"retry-after": "2"}, {}), (200, {}, {"object": "list", "data": []})])
+        c.tokens.list()
+        self.assertEqual(self.waits, [2.0])
+
+
+class ErrorFieldsTest(unittest.TestCase):
+    """The fields follow the Node client's toError and parseJson (clients/node/src/responses.ts)."""
+
+    def error(self, status: int, headers: Dict[str, str], body: Any) -> TokenProxyError:
+        c, _ = fake_client([(status, headers, body)], max_retries=0)
+        with self.assertRaises(TokenProxyError) as cm:
+            c.account.get()
+        return cm.exception
+
+    def test_a_body_that_is_not_json(self) -> None:
+        headers = {"x-request-id": "req_lb", "content-type": "text/html"}
+        err = self.error(502, headers, b"<html><h1>502 Bad Gateway</h1></html>")
+        self.assertIsInstance(err, InternalServerError)
+        self.assertEqual(
+            (err.status, err.code, err.message, err.request_id, err.type, err.param, err.headers),
+            (502, "http_502", "The API answered with status 502.", "req_lb", None, None, headers),
+        )
+        self.assertEqual(self.error(503, {}, b"\xff\xfe").code, "http_503")
+
+    def test_an_error_body_without_a_code(self) -> None:
+        err = self.error(404, {"x-request-id": "req_h"}, {"error": {"message": "gone", "request_id": "req_b"}})
+        self.assertIsInstance(err, NotFoundError)
+        self.assertEqual((err.code, err.message, err.request_id), ("http_404", "gone", "req_b"))
+        self.assertEqual(self.error(400, {}, {"error": "no object"}).code, "http_400")
+        self.assertEqual(self.error(400, {}, {"error": {"code": 7}}).code, "http_400")
+
+    def test_undecodable_bytes_do_not_hide_the_code(self) -> None:
+        # Node decodes the body with U+FFFD for bad bytes, so its JSON still parses.
+        err = self.error(400, {}, b'{"error":{"code":"invalid_parameter","message":"caf\xe9"}}')
+        self.assertEqual((err.code, err.message), ("invalid_parameter", "caf\ufffd"))
+
+    def test_empty_strings_in_the_body_are_kept(self) -> None:
+        # Node's `??` falls back only when the field is missing.
+        err = self.error(400, {"x-request-id": "req_h"}, {"error": {"code": "", "message": "", "request_id": ""}})
+        self.assertEqual((err.code, err.message, err.request_id), ("", "", ""))
+
+    def test_a_success_body_that_is_not_json(self) -> None:
+        headers = {"x-request-id": "req_ok", "content-type": "text/plain"}
+        err = self.error(200, headers, b"OK")
+        self.assertIs(type(err), TokenProxyError)
+        self.assertEqual(
+            (err.status, err.code, err.request_id, err.headers), (200, "invalid_response", "req_ok", headers)
+        )
+
+
+class StubAPI(http.server.BaseHTTPRequestHandler):
+    """/v1/tokens answers a page, /v1/account a load balancer's HTML 502, /v1/logs drops the
+    connection, /v1/keys never answers."""
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        path = self.path.split("?")[0]
+        if path == "/v1/tokens":
+            self.answer(200, "application/json", b'{"object":"list","data":[],"has_more":false}')
+        elif path == "/v1/account":
+            self.answer(502, "text/html", b"<html>502 Bad Gateway</html>")
+        elif path == "/v1/keys":
+            self.server.release.wait(10)  # type: ignore[attr-defined]
+        self.close_connection = True
+
+    def answer(self, status: int, content_type: str, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("X-Request-Id", "req_stub")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+class RealTransportTest(unittest.TestCase):
+    """urllib closes every response and connection: answers, error answers, retries, drops and
+    timeouts leave no socket to the garbage collector."""
+
+    def setUp(self) -> None:
+        fail_on_unclosed(self)
+        self.waits = stub_client_sleep(self)
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), StubAPI)
+        server.release = threading.Event()  # type: ignore[attr-defined]
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        self.addCleanup(server.release.set)  # type: ignore[attr-defined]
+        base_url = f"http://127.0.0.1:{server.server_address[1]}"
+        self.client = TokenProxy(api_key="svc_sk_test", base_url=base_url, max_retries=1, timeout=0.5)
+
+    def test_success(self) -> None:
+        self.assertEqual(self.client.tokens.list().data, [])
+
+    def test_error_answer_retried_then_raised(self) -> None:
+        with self.assertRaises(InternalServerError) as cm:
+            self.client.account.get()
+        self.assertEqual((cm.exception.code, cm.exception.request_id), ("http_502", "req_stub"))
+        self.assertEqual(len(self.waits), 1)
+
+    def test_dropped_connection_retried_then_raised(self) -> None:
+        with self.assertRaises(APIConnectionError) as cm:
+            self.client.logs.list()
+        self.assertEqual(cm.exception.code, "connection_error")
+        self.assertEqual(len(self.waits), 1)
+
+    def test_timeout_retried_then_raised(self) -> None:
+        with self.assertRaises(APITimeoutError):
+            self.client.keys.list()
+        self.assertEqual(len(self.waits), 1)
 
 
 def sign(secret: str, msg_id: str, ts: int, body: bytes) -> str:

@@ -16,6 +16,7 @@ from _support import (
     FREE_API_KEY,
     HAS_WEBHOOKS,
     SERVER,
+    fail_on_unclosed,
 )
 
 import tokenproxy
@@ -57,6 +58,9 @@ def create(c: TokenProxy, name: str = "web app") -> CreatedToken:
 
 @unittest.skipUnless(SERVER, "no server: run through npm test (test/clients/python.test.ts)")
 class ServerTest(unittest.TestCase):
+    def setUp(self) -> None:
+        fail_on_unclosed(self)
+
     def test_tokens_create_list_get_revoke(self) -> None:
         c = client(API_KEYS[0])
         created = c.tokens.create(
@@ -310,6 +314,7 @@ class ServerTest(unittest.TestCase):
             self.assertEqual(c.webhooks.delete(hook.id).id, hook.id)
         finally:
             server.shutdown()
+            server.server_close()
 
 
 if __name__ == "__main__":

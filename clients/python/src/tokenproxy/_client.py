@@ -1,12 +1,13 @@
 import json
 import os
 import ssl
-import time
 import uuid
 import urllib.parse
+# Its own reference, so a test can stub the retry waits without touching time.sleep.
+from time import sleep
 from typing import Any, Dict, Mapping, Optional, Type, TypeVar
 
-from ._errors import APICertificateError, APIConnectionError, TokenProxyError
+from ._errors import APICertificateError, APIConnectionError
 from ._models import from_json
 from ._access import ApiKeys, Audit
 from ._pagination import Page
@@ -24,7 +25,14 @@ from ._resources import (
 from ._retry import _backoff, _retry_delay
 from ._routes import ID_FIELDS, ROUTES
 from ._transport import Transport, _urllib_transport
-from ._wire import _expand_path, _normalise_base_url, _query_value, _to_error, _wire
+from ._wire import (
+    _expand_path,
+    _normalise_base_url,
+    _parse_json,
+    _query_value,
+    _to_error,
+    _wire,
+)
 
 __version__ = "0.1.0"
 
@@ -129,24 +137,16 @@ class TokenProxy:
                 # Every method is safe to repeat (GET, DELETE, PATCH of absolute values, POST with
                 # its key).
                 if attempt < self.max_retries:
-                    time.sleep(_backoff(attempt))
+                    sleep(_backoff(attempt))
                     attempt += 1
                     continue
                 raise
             if 200 <= status < 300:
-                try:
-                    return json.loads(raw.decode("utf-8"))
-                except ValueError as err:
-                    raise TokenProxyError(
-                        f"The API answered {status} with a body that is not JSON.",
-                        code="invalid_response",
-                        status=status,
-                        request_id=resp_headers.get("x-request-id"),
-                    ) from err
+                return _parse_json(status, resp_headers, raw)
             error = _to_error(status, resp_headers, raw)
             wait = _retry_delay(status, resp_headers, error, attempt)
             if wait is not None and attempt < self.max_retries:
-                time.sleep(wait)
+                sleep(wait)
                 attempt += 1
                 continue
             raise error

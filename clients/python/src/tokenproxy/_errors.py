@@ -87,14 +87,13 @@ def error_for_status(
     status: int,
     message: str,
     *,
-    code: Optional[str],
+    code: str,
     type: Optional[str] = None,
     param: Optional[str] = None,
     request_id: Optional[str] = None,
     headers: Optional[Dict[str, str]] = None,
 ) -> TokenProxyError:
     """The exception for an HTTP error response, by status family."""
-    code = code or f"http_{status}"
     cls: "type[TokenProxyError]"
     if status == 401:
         cls = AuthenticationError

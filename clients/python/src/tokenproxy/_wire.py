@@ -51,10 +51,26 @@ def _value(value: Any) -> Any:
     return value
 
 
+def _parse_json(status: int, headers: Dict[str, str], raw: bytes) -> Any:
+    # Undecodable bytes become U+FFFD, as Node's toString('utf8') makes them, in _to_error too.
+    try:
+        return json.loads(raw.decode("utf-8", "replace"))
+    except ValueError as err:
+        raise TokenProxyError(
+            f"The API answered {status} with a body that is not JSON.",
+            code="invalid_response",
+            status=status,
+            request_id=headers.get("x-request-id"),
+            headers=headers,
+        ) from err
+
+
 def _to_error(status: int, headers: Dict[str, str], raw: bytes) -> TokenProxyError:
+    """As the Node client's toError: a field the body lacks, or a body that is not JSON (a load
+    balancer's HTML 502), falls back to what the status and headers say."""
     error: Dict[str, Any] = {}
     try:
-        body = json.loads(raw.decode("utf-8"))
+        body = json.loads(raw.decode("utf-8", "replace"))
         if isinstance(body, dict) and isinstance(body.get("error"), dict):
             error = body["error"]
     except ValueError:
@@ -64,12 +80,14 @@ def _to_error(status: int, headers: Dict[str, str], raw: bytes) -> TokenProxyErr
         value = error.get(key)
         return value if isinstance(value, str) else None
 
+    # `is None`, not `or`, as the Node client's `??`: an empty string the body sends is kept.
+    message, code, request_id = text("message"), text("code"), text("request_id")
     return error_for_status(
         status,
-        text("message") or f"The API answered with status {status}.",
-        code=text("code"),
+        f"The API answered with status {status}." if message is None else message,
+        code=f"http_{status}" if code is None else code,
         type=text("type"),
         param=text("param"),
-        request_id=text("request_id") or headers.get("x-request-id"),
+        request_id=headers.get("x-request-id") if request_id is None else request_id,
         headers=headers,
     )
