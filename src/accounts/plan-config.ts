@@ -1,15 +1,14 @@
-import { z } from 'zod';
 import { ConfigError } from '../config/config-error.js';
+import { checkShape, countOrNull, type ObjectShape } from '../config/object-shape.js';
 import { PLANS, type PlanLimits, type PlanTable } from './plans.js';
 
 /** Plan names: lower-case, so they read the same in the config file, the CLI and the API. */
 export const PLAN_NAME_PATTERN = /^[a-z][a-z0-9_-]{0,31}$/;
 
-const limit = z.union([z.int().min(0).max(Number.MAX_SAFE_INTEGER), z.null()]);
-const planSchema = z.strictObject({
-  active_tokens: limit.optional(),
-  requests_per_month: limit.optional(),
-});
+const PLAN_SHAPE: ObjectShape = {
+  active_tokens: { rule: countOrNull(0), required: false },
+  requests_per_month: { rule: countOrNull(0), required: false },
+};
 
 const EXAMPLE = '{"team": {"active_tokens": 50, "requests_per_month": 2000000}}';
 
@@ -31,21 +30,23 @@ export function parsePlans(raw: unknown, path: string | undefined): PlanTable {
         `${where}: invalid plan name "${name}": use 1 to 32 lower-case letters, digits, "-" or "_", starting with a letter.`,
       );
     }
-    const parsed = planSchema.safeParse(value);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
+    const problem = checkShape(value, PLAN_SHAPE);
+    if (problem !== undefined) {
       const field =
-        issue?.code === 'unrecognized_keys'
-          ? ` unknown field "${issue.keys.join('", "')}"`
-          : issue?.path.length
-            ? ` field "${issue.path.join('.')}"`
+        problem.kind === 'unknown_fields'
+          ? ` unknown field "${problem.fields.join('", "')}"`
+          : problem.kind === 'invalid'
+            ? ` field "${problem.field}"`
             : '';
       throw new ConfigError(
         `${where}: plan "${name}"${field}: expected {"active_tokens": <integer ≥ 0 or null>, "requests_per_month": <integer ≥ 0 or null>}.`,
       );
     }
     const base = plans[name];
-    const { active_tokens: activeTokens, requests_per_month: requestsPerMonth } = parsed.data;
+    const { active_tokens: activeTokens, requests_per_month: requestsPerMonth } = value as {
+      active_tokens?: number | null;
+      requests_per_month?: number | null;
+    };
     if (base === undefined && (activeTokens === undefined || requestsPerMonth === undefined)) {
       throw new ConfigError(
         `${where}: plan "${name}" must give both "active_tokens" and "requests_per_month" (null for no cap), like ${EXAMPLE}.`,

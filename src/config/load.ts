@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism, hostname } from 'node:os';
 import { resolve } from 'node:path';
-import { z } from 'zod';
 import { PROVIDER_ID_PATTERN, parseProviderAuth, type Provider } from '../providers/providers.js';
 import type { PlanTable } from '../accounts/plans.js';
 import { parsePlans } from '../accounts/plan-config.js';
@@ -10,6 +9,7 @@ import { parseRetentionPeriod, type Retention } from '../rules/retention-period.
 import { parseTrustProxy } from '../rules/ip-match.js';
 import { loadDefaultPrices, mergePrices, parsePrices, type PriceData } from '../usage/prices.js';
 import { ConfigError } from './config-error.js';
+import { checkShape, describeProblem, text, type ObjectShape } from './object-shape.js';
 import { convertSetting } from './convert.js';
 import { SETTINGS, envName, flagName, type SettingName } from './settings.js';
 
@@ -99,10 +99,10 @@ export interface ConfigInput {
   readonly configFile?: string | undefined;
 }
 
-const fileProviderSchema = z.strictObject({
-  base_url: z.string(),
-  auth: z.string(),
-});
+const FILE_PROVIDER_SHAPE: ObjectShape = {
+  base_url: { rule: text, required: true },
+  auth: { rule: text, required: true },
+};
 
 const SETTING_NAMES = new Set<string>(SETTINGS.map((s) => s.name));
 /** Structured keys that only the config file can hold. */
@@ -306,17 +306,16 @@ function parseProviders(raw: unknown, path: string | undefined): Provider[] {
         `${where}: provider id "${id}" must be lower-case letters, digits and dashes (max 32).`,
       );
     }
-    const parsed = fileProviderSchema.safeParse(value);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      const field = issue?.path.join('.') ?? '';
+    const problem = checkShape(value, FILE_PROVIDER_SHAPE);
+    if (problem !== undefined) {
       throw new ConfigError(
-        `${where}: provider "${id}"${field ? ` field "${field}"` : ''}: ${issue?.message ?? 'invalid'}; expected {"base_url": "https://…", "auth": "bearer" | "header:<name>"}.`,
+        `${where}: provider "${id}" ${describeProblem(problem)}; expected {"base_url": "https://…", "auth": "bearer" | "header:<name>"}.`,
       );
     }
+    const fields = value as { base_url: string; auth: string };
     let url: URL;
     try {
-      url = new URL(parsed.data.base_url);
+      url = new URL(fields.base_url);
     } catch {
       throw new ConfigError(`${where}: provider "${id}" base_url is not a URL.`);
     }
@@ -330,10 +329,10 @@ function parseProviders(raw: unknown, path: string | undefined): Provider[] {
         `${where}: provider "${id}" base_url must not carry a query, fragment or credentials.`,
       );
     }
-    const auth = parseProviderAuth(parsed.data.auth);
+    const auth = parseProviderAuth(fields.auth);
     if (!auth) {
       throw new ConfigError(
-        `${where}: provider "${id}" auth "${parsed.data.auth}" is not accepted; expected "bearer" or "header:<header-name>".`,
+        `${where}: provider "${id}" auth "${fields.auth}" is not accepted; expected "bearer" or "header:<header-name>".`,
       );
     }
     out.push({ id, baseUrl: stripSlash(url.origin + url.pathname), auth, builtin: false });

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { z } from 'zod';
 import { ConfigError } from '../config/config-error.js';
+import { checkShape, numberIn, type ObjectShape } from '../config/object-shape.js';
 
 /**
  * The price table: USD per million tokens, per provider and model. The shipped default
@@ -20,10 +20,10 @@ export interface Price {
 export type PriceData = Readonly<Record<string, Readonly<Record<string, Price>>>>;
 
 const MAX_PRICE = 10_000;
-const priceSchema = z.strictObject({
-  input: z.number().min(0).max(MAX_PRICE),
-  output: z.number().min(0).max(MAX_PRICE),
-});
+const PRICE_SHAPE: ObjectShape = {
+  input: { rule: numberIn(0, MAX_PRICE), required: true },
+  output: { rule: numberIn(0, MAX_PRICE), required: true },
+};
 const MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,99}$/;
 const EXAMPLE = '{"openai": {"gpt-4o": {"input": 2.5, "output": 10}}} (USD per million tokens)';
 
@@ -44,13 +44,13 @@ export function parsePrices(raw: unknown, where: string): PriceData {
           `${where}: model name ${JSON.stringify(model)} of provider "${provider}" is not accepted; use the provider's model id (letters, digits, . _ : / @ -, up to 100).`,
         );
       }
-      const parsed = priceSchema.safeParse(value);
-      if (!parsed.success) {
+      if (checkShape(value, PRICE_SHAPE) !== undefined) {
         throw new ConfigError(
           `${where}: price of "${provider}" model "${model}" must be {"input": <USD per million tokens>, "output": <USD per million tokens>}, numbers from 0 to ${MAX_PRICE}.`,
         );
       }
-      table[model] = parsed.data;
+      const { input, output } = value as Price;
+      table[model] = { input, output };
     }
     out[provider] = table;
   }
