@@ -5,8 +5,8 @@ import type { FromSelfSignedThread } from './self-signed-protocol.js';
 
 /**
  * The self-signed pair, made on a short-lived thread (self-signed-thread.ts) so the serving process
- * does not keep the X.509 library loaded for its whole life after its first start. A thread costs
- * ~30 ms once; the library stays ~7 MB for good.
+ * does not keep the X.509 library loaded for its whole life after its first start. The thread adds
+ * ~0.1 s to that one start (its isolate, and the library loaded there); kept, the library is ~7 MB.
  */
 export function generateSelfSignedOnThread(): Promise<SelfSignedMaterial> {
   const file = compiledThread(import.meta.url, 'tls/self-signed-thread.js', 'tls');
