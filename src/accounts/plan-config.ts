@@ -1,5 +1,5 @@
 import { ConfigError } from '../config/config-error.js';
-import { checkShape, countOrNull, type ObjectShape } from '../config/object-shape.js';
+import { checkShape, countOrNull, describeProblem, type ObjectShape } from '../config/object-shape.js';
 import { PLANS, type PlanLimits, type PlanTable } from './plans.js';
 
 /** Plan names: lower-case, so they read the same in the config file, the CLI and the API. */
@@ -32,12 +32,8 @@ export function parsePlans(raw: unknown, path: string | undefined): PlanTable {
     }
     const problem = checkShape(value, PLAN_SHAPE);
     if (problem !== undefined) {
-      const field =
-        problem.kind === 'unknown_fields'
-          ? ` unknown field "${problem.fields.join('", "')}"`
-          : problem.kind === 'invalid'
-            ? ` field "${problem.field}"`
-            : '';
+      // A plan that is not an object needs no words before the example of one.
+      const field = problem.kind === 'not_object' ? '' : ` ${describeProblem(problem)}`;
       throw new ConfigError(
         `${where}: plan "${name}"${field}: expected {"active_tokens": <integer ≥ 0 or null>, "requests_per_month": <integer ≥ 0 or null>}.`,
       );

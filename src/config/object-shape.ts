@@ -4,7 +4,7 @@
  * ConfigError, which names the entry and shows an example of the right form.
  */
 
-/** A field's rule: what is wrong with the value (to follow `expected`), or undefined when it fits. */
+/** A field's rule: what the value must be (to follow `must be`) when it does not fit, else undefined. */
 export type FieldRule = (value: unknown) => string | undefined;
 
 export interface FieldSpec {
@@ -38,17 +38,17 @@ export function checkShape(value: unknown, shape: ObjectShape): ShapeProblem | u
   return undefined;
 }
 
-/** The problem as words for a message: `unknown field "x"`, `field "auth": missing`, … */
+/** The problem as words that follow the entry's name: `unknown field "x"`, `field "auth" is missing`, … */
 export function describeProblem(problem: ShapeProblem): string {
   switch (problem.kind) {
     case 'not_object':
-      return 'not an object';
+      return 'is not an object';
     case 'unknown_fields':
       return `unknown field "${problem.fields.join('", "')}"`;
     case 'missing':
-      return `field "${problem.field}" missing`;
+      return `field "${problem.field}" is missing`;
     case 'invalid':
-      return `field "${problem.field}" expected ${problem.expected}`;
+      return `field "${problem.field}" must be ${problem.expected}`;
   }
 }
 

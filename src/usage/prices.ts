@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../config/config-error.js';
-import { checkShape, numberIn, type ObjectShape } from '../config/object-shape.js';
+import { checkShape, describeProblem, numberIn, type ObjectShape } from '../config/object-shape.js';
 
 /**
  * The price table: USD per million tokens, per provider and model. The shipped default
@@ -44,9 +44,11 @@ export function parsePrices(raw: unknown, where: string): PriceData {
           `${where}: model name ${JSON.stringify(model)} of provider "${provider}" is not accepted; use the provider's model id (letters, digits, . _ : / @ -, up to 100).`,
         );
       }
-      if (checkShape(value, PRICE_SHAPE) !== undefined) {
+      const problem = checkShape(value, PRICE_SHAPE);
+      if (problem !== undefined) {
+        const found = problem.kind === 'not_object' ? '' : ` (${describeProblem(problem)})`;
         throw new ConfigError(
-          `${where}: price of "${provider}" model "${model}" must be {"input": <USD per million tokens>, "output": <USD per million tokens>}, numbers from 0 to ${MAX_PRICE}.`,
+          `${where}: price of "${provider}" model "${model}" must be {"input": <USD per million tokens>, "output": <USD per million tokens>}, numbers from 0 to ${MAX_PRICE}${found}.`,
         );
       }
       const { input, output } = value as Price;

@@ -86,9 +86,17 @@ describe('price table validation', () => {
       { openai: { 'gpt-x': { input: 1 } } },
       /"openai" model "gpt-x" must be \{"input"/,
     ],
-    ['negative price', { openai: { 'gpt-x': { input: -1, output: 1 } } }, /"gpt-x"/],
+    [
+      'negative price',
+      { openai: { 'gpt-x': { input: -1, output: 1 } } },
+      /"gpt-x".* \(field "input" must be a number from 0 to 10000\)\.$/,
+    ],
     ['price as text', { openai: { 'gpt-x': { input: '1', output: 1 } } }, /"gpt-x"/],
-    ['unknown field', { openai: { 'gpt-x': { input: 1, output: 1, cached: 0.5 } } }, /"gpt-x"/],
+    [
+      'unknown field',
+      { openai: { 'gpt-x': { input: 1, output: 1, cached: 0.5 } } },
+      /"gpt-x".* \(unknown field "cached"\)\.$/,
+    ],
     ['bad model name', { openai: { 'gpt x': { input: 1, output: 1 } } }, /model name "gpt x"/],
   ];
   for (const [name, raw, message] of BAD) {
