@@ -41,7 +41,7 @@ describe('the management listener answers malformed requests in the error shape'
   /** Sends `head` (request line and headers, CRLF-separated, no final blank line) and `body` as is. */
   function send(head: string, body = '', options: { closeAfterMs?: number } = {}): Promise<Raw> {
     return new Promise((resolve, reject) => {
-      const socket = connect({ host: '127.0.0.1', port, ca, servername: '127.0.0.1' });
+      const socket = connect({ host: '127.0.0.1', port, ca });
       const chunks: Buffer[] = [];
       socket.on('secureConnect', () => {
         socket.write(`${head}\r\n\r\n${body}`);

@@ -131,13 +131,16 @@ export async function threadNames(pid: number): Promise<string[]> {
 }
 
 /**
- * The V8 helper threads of a running process, by name: Node 24 names them `V8Worker`; Node 22 leaves
- * them unnamed ("node", like its other threads), so there they cannot be told apart: undefined.
+ * The V8 helper threads of a running process, by name: Node 24 names them `V8Worker`, Node 26
+ * `node-V8Worker`; Node 22 leaves them unnamed ("node", like its other threads), so there they cannot
+ * be told apart: undefined.
  */
 export async function v8HelperThreads(pid: number): Promise<number | undefined> {
   if (Number(process.versions.node.split('.')[0]) < 24) return undefined;
-  return (await threadNames(pid)).filter((name) => name === 'V8Worker').length;
+  return (await threadNames(pid)).filter((name) => V8_HELPER_NAMES.has(name)).length;
 }
+
+const V8_HELPER_NAMES: ReadonlySet<string> = new Set(['V8Worker', 'node-V8Worker']);
 
 /** The test runner's environment minus anything tokenproxy would read, plus the given values. */
 function cleanEnv(extra: Record<string, string | undefined>): NodeJS.ProcessEnv {
