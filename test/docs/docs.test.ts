@@ -78,7 +78,7 @@ describe('docs stay in step with the code', () => {
     expect(tested.sort()).toEqual(['22', '24']);
     for (const major of tested) expect(readme).toMatch(new RegExp(`Node\\.js[^\\n]*\\b${major}\\b`));
     const pkg = JSON.parse(read('package.json')) as { engines: { node: string } };
-    expect(pkg.engines.node).toBe('^22.14.0 || >=24.0.0');
+    expect(pkg.engines.node).toBe('^22.20.0 || >=24.7.0');
   });
 
   it('docs/api.md lists exactly the anomaly-log reasons the code writes, each with its kind', () => {
