@@ -204,6 +204,27 @@ describe('the proxy over HTTP/2: official SDKs, streaming, bodies, CORS, aborts'
     }
   });
 
+  it('a name the provider repeats arrives repeated over h2 (cookies, values, vary with Origin)', async () => {
+    const session = await h2Connect(h.url, h.ca);
+    try {
+      const res = await h2Request(session, {
+        ':path': '/openai/v1/repeated-headers',
+        ...bearer(openaiToken),
+        origin: APP_ORIGIN,
+      });
+      expect(res.status).toBe(200);
+      expect(res.text).toBe('{"ok":true}');
+      expect(res.headers['set-cookie']).toEqual(['a=1; Secure', 'b=2; Secure']);
+      expect(res.headers['x-mock-multi']).toBe('one, two');
+      expect(res.headers.vary).toBe('Accept, Origin');
+      expect(res.headers['content-type']).toBe('application/json');
+      expect(res.headers['x-tokenproxy-request-id']).toMatch(/^req_/);
+      expect(typeof res.headers.date).toBe('string');
+    } finally {
+      await h2Close(session);
+    }
+  });
+
   it('a client RST_STREAM aborts the upstream request, zeroes the key, and is recorded once', async () => {
     gated.reset();
     const session = await h2Connect(h.url, h.ca);

@@ -1,7 +1,7 @@
 import { anthropicMessages, chatCompletions, models } from './completions.js';
 import { echoAuth, echoBody, echoKeyEncoded } from './echo.js';
 import { sendError, type Ctx } from './respond.js';
-import { big, resetMidStream, slow, slowBody, status } from './transport.js';
+import { big, repeatedHeaders, resetMidStream, slow, slowBody, status } from './transport.js';
 import { usageSplit } from './usage-answers.js';
 
 interface Route {
@@ -24,6 +24,7 @@ const routes: Route[] = [
   { pattern: /\/big$/, handle: big },
   { pattern: /\/usage-split$/, handle: usageSplit },
   { pattern: /\/echo-body$/, handle: echoBody },
+  { pattern: /\/repeated-headers$/, handle: repeatedHeaders },
 ];
 
 /** Answers from the first matching route; a handler that throws ends its response rather than the process. */

@@ -19,6 +19,20 @@ export async function slowBody(ctx: Ctx): Promise<void> {
   ctx.res.end(JSON.stringify({ ok: true, waited_ms: ms }));
 }
 
+/** Names sent more than once: two cookies, two values of one header, and a `vary` of its own. */
+export function repeatedHeaders(ctx: Ctx): Promise<void> {
+  ctx.res.writeHead(200, [
+    ['content-type', 'application/json'],
+    ['set-cookie', 'a=1; Secure'],
+    ['x-mock-multi', 'one'],
+    ['set-cookie', 'b=2; Secure'],
+    ['x-mock-multi', 'two'],
+    ['vary', 'Accept'],
+  ]);
+  ctx.res.end('{"ok":true}');
+  return Promise.resolve();
+}
+
 export function status(ctx: Ctx, match: RegExpExecArray): Promise<void> {
   const code = Number(match[1]);
   if (code < 200 || code > 599) {
