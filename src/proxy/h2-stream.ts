@@ -187,8 +187,9 @@ function uncork(stream: ServerHttp2Stream): void {
 /**
  * A flat header list as `respond`'s raw list, `:status` first; a repeated name (`set-cookie`) stays
  * repeated. A new array each time: Node appends `date` to the list it is given. The raw list skips
- * the header object `respond` would copy, check and walk again (~3.7 KB per answer, round sixteen);
- * Node takes raw lists from 22.20 and 24.7, which `engines` asks for.
+ * the header object `respond` would copy, check and walk again (~500 bytes per answer,
+ * docs/performance.md round twenty-two); Node takes raw lists from 22.20 and 24.7, which `engines`
+ * asks for.
  */
 export function h2RawHead(status: number, flat: readonly string[]): string[] {
   return [':status', String(status), ...flat];
