@@ -63,3 +63,19 @@ describe('a broken install stops the start', { timeout: 120_000 }, () => {
     },
   );
 });
+
+describe('a build older than bin/tokenproxy', { timeout: 60_000 }, () => {
+  it('without dist/cli/node-support.js (a pull without a rebuild): says to build, no stack trace', async () => {
+    const tree = await installWithout('node-support', 'cli/node-support.js');
+    const { code, stderr, stdout } = await runCli(
+      ['--version'],
+      {},
+      30_000,
+      path.join(tree, 'bin/tokenproxy'),
+    );
+    expect(code).toBe(1);
+    expect(stderr).toContain('run npm ci (or npm run build)');
+    expect(stderr).not.toMatch(/\n\s+at /);
+    expect(stdout).toBe('');
+  });
+});
