@@ -5,10 +5,10 @@ import { PLANS, type PlanLimits, type PlanTable } from './plans.js';
 /** Plan names: lower-case, so they read the same in the config file, the CLI and the API. */
 export const PLAN_NAME_PATTERN = /^[a-z][a-z0-9_-]{0,31}$/;
 
-const PLAN_SHAPE: ObjectShape = {
+const PLAN_SHAPE = {
   active_tokens: { rule: countOrNull(0), required: false },
   requests_per_month: { rule: countOrNull(0), required: false },
-};
+} as const satisfies ObjectShape;
 
 const EXAMPLE = '{"team": {"active_tokens": 50, "requests_per_month": 2000000}}';
 
@@ -30,8 +30,9 @@ export function parsePlans(raw: unknown, path: string | undefined): PlanTable {
         `${where}: invalid plan name "${name}": use 1 to 32 lower-case letters, digits, "-" or "_", starting with a letter.`,
       );
     }
-    const problem = checkShape(value, PLAN_SHAPE);
-    if (problem !== undefined) {
+    const checked = checkShape(value, PLAN_SHAPE);
+    if (!checked.ok) {
+      const { problem } = checked;
       // A plan that is not an object needs no words before the example of one.
       const field = problem.kind === 'not_object' ? '' : ` ${describeProblem(problem)}`;
       throw new ConfigError(
@@ -39,10 +40,7 @@ export function parsePlans(raw: unknown, path: string | undefined): PlanTable {
       );
     }
     const base = plans[name];
-    const { active_tokens: activeTokens, requests_per_month: requestsPerMonth } = value as {
-      active_tokens?: number | null;
-      requests_per_month?: number | null;
-    };
+    const { active_tokens: activeTokens, requests_per_month: requestsPerMonth } = checked.value;
     if (base === undefined && (activeTokens === undefined || requestsPerMonth === undefined)) {
       throw new ConfigError(
         `${where}: plan "${name}" must give both "active_tokens" and "requests_per_month" (null for no cap), like ${EXAMPLE}.`,

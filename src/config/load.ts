@@ -99,10 +99,10 @@ export interface ConfigInput {
   readonly configFile?: string | undefined;
 }
 
-const FILE_PROVIDER_SHAPE: ObjectShape = {
+const FILE_PROVIDER_SHAPE = {
   base_url: { rule: text, required: true },
   auth: { rule: text, required: true },
-};
+} as const satisfies ObjectShape;
 
 const SETTING_NAMES = new Set<string>(SETTINGS.map((s) => s.name));
 /** Structured keys that only the config file can hold. */
@@ -306,13 +306,13 @@ function parseProviders(raw: unknown, path: string | undefined): Provider[] {
         `${where}: provider id "${id}" must be lower-case letters, digits and dashes (max 32).`,
       );
     }
-    const problem = checkShape(value, FILE_PROVIDER_SHAPE);
-    if (problem !== undefined) {
+    const checked = checkShape(value, FILE_PROVIDER_SHAPE);
+    if (!checked.ok) {
       throw new ConfigError(
-        `${where}: provider "${id}" ${describeProblem(problem)}; expected {"base_url": "https://…", "auth": "bearer" | "header:<name>"}.`,
+        `${where}: provider "${id}" ${describeProblem(checked.problem)}; expected {"base_url": "https://…", "auth": "bearer" | "header:<name>"}.`,
       );
     }
-    const fields = value as { base_url: string; auth: string };
+    const fields = checked.value;
     let url: URL;
     try {
       url = new URL(fields.base_url);

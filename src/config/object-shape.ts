@@ -1,18 +1,34 @@
 /**
  * The fields of the config file's nested objects (`providers`, `plans`, `prices`): which are known,
  * which must be there, and what each holds. Pure; the callers turn a problem into their own
- * ConfigError, which names the entry and shows an example of the right form.
+ * ConfigError, which names the entry and shows an example of the right form. A shape also types
+ * what it accepts, so a caller reads the checked fields without a cast that could drift from it.
  */
 
-/** A field's rule: what the value must be (to follow `must be`) when it does not fit, else undefined. */
-export type FieldRule = (value: unknown) => string | undefined;
+/** What a field's value must be: a test that narrows it, and the words for `must be …`. */
+export interface FieldRule<T> {
+  readonly fits: (value: unknown) => value is T;
+  readonly expected: string;
+}
 
-export interface FieldSpec {
-  readonly rule: FieldRule;
+export interface FieldSpec<T = unknown> {
+  readonly rule: FieldRule<T>;
   readonly required: boolean;
 }
 
 export type ObjectShape = Readonly<Record<string, FieldSpec>>;
+
+type FieldType<F> = F extends FieldSpec<infer T> ? T : never;
+type RequiredKeys<S extends ObjectShape> = {
+  [K in keyof S]: S[K]['required'] extends true ? K : never;
+}[keyof S];
+
+/** The object a shape accepts: required fields present, the others possibly absent. */
+export type Shaped<S extends ObjectShape> = {
+  readonly [K in RequiredKeys<S>]: FieldType<S[K]>;
+} & {
+  readonly [K in Exclude<keyof S, RequiredKeys<S>>]?: FieldType<S[K]>;
+};
 
 /** The first thing wrong, in the order a reader fixes them: not an object, unknown, missing, bad. */
 export type ShapeProblem =
@@ -21,21 +37,28 @@ export type ShapeProblem =
   | { readonly kind: 'missing'; readonly field: string }
   | { readonly kind: 'invalid'; readonly field: string; readonly expected: string };
 
-export function checkShape(value: unknown, shape: ObjectShape): ShapeProblem | undefined {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return { kind: 'not_object' };
+export type ShapeCheck<S extends ObjectShape> =
+  { readonly ok: true; readonly value: Shaped<S> } | { readonly ok: false; readonly problem: ShapeProblem };
+
+export function checkShape<S extends ObjectShape>(value: unknown, shape: S): ShapeCheck<S> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return { ok: false, problem: { kind: 'not_object' } };
+  }
   const record = value as Record<string, unknown>;
   const unknown = Object.keys(record).filter((key) => !Object.hasOwn(shape, key));
-  if (unknown.length > 0) return { kind: 'unknown_fields', fields: unknown };
+  if (unknown.length > 0) return { ok: false, problem: { kind: 'unknown_fields', fields: unknown } };
   for (const [field, spec] of Object.entries(shape)) {
     const fieldValue = Object.hasOwn(record, field) ? record[field] : undefined;
     if (fieldValue === undefined) {
-      if (spec.required) return { kind: 'missing', field };
+      if (spec.required) return { ok: false, problem: { kind: 'missing', field } };
       continue;
     }
-    const expected = spec.rule(fieldValue);
-    if (expected !== undefined) return { kind: 'invalid', field, expected };
+    if (!spec.rule.fits(fieldValue)) {
+      return { ok: false, problem: { kind: 'invalid', field, expected: spec.rule.expected } };
+    }
   }
-  return undefined;
+  // Every own key is a field of the shape and every field passed its rule's test just above.
+  return { ok: true, value: record as Shaped<S> };
 }
 
 /** The problem as words that follow the entry's name: `unknown field "x"`, `field "auth" is missing`, … */
@@ -52,19 +75,24 @@ export function describeProblem(problem: ShapeProblem): string {
   }
 }
 
-export const text: FieldRule = (value) => (typeof value === 'string' ? undefined : 'a string');
+export const text: FieldRule<string> = {
+  fits: (value): value is string => typeof value === 'string',
+  expected: 'a string',
+};
 
-export function numberIn(min: number, max: number): FieldRule {
-  return (value) =>
-    typeof value === 'number' && Number.isFinite(value) && value >= min && value <= max
-      ? undefined
-      : `a number from ${min} to ${max}`;
+export function numberIn(min: number, max: number): FieldRule<number> {
+  return {
+    fits: (value): value is number =>
+      typeof value === 'number' && Number.isFinite(value) && value >= min && value <= max,
+    expected: `a number from ${min} to ${max}`,
+  };
 }
 
 /** A whole number from `min` up, or null for "no cap". */
-export function countOrNull(min: number): FieldRule {
-  return (value) =>
-    value === null || (Number.isSafeInteger(value) && (value as number) >= min)
-      ? undefined
-      : `an integer ≥ ${min} or null`;
+export function countOrNull(min: number): FieldRule<number | null> {
+  return {
+    fits: (value): value is number | null =>
+      value === null || (typeof value === 'number' && Number.isSafeInteger(value) && value >= min),
+    expected: `an integer ≥ ${min} or null`,
+  };
 }

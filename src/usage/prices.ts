@@ -20,10 +20,10 @@ export interface Price {
 export type PriceData = Readonly<Record<string, Readonly<Record<string, Price>>>>;
 
 const MAX_PRICE = 10_000;
-const PRICE_SHAPE: ObjectShape = {
+const PRICE_SHAPE = {
   input: { rule: numberIn(0, MAX_PRICE), required: true },
   output: { rule: numberIn(0, MAX_PRICE), required: true },
-};
+} as const satisfies ObjectShape;
 const MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,99}$/;
 const EXAMPLE = '{"openai": {"gpt-4o": {"input": 2.5, "output": 10}}} (USD per million tokens)';
 
@@ -44,14 +44,15 @@ export function parsePrices(raw: unknown, where: string): PriceData {
           `${where}: model name ${JSON.stringify(model)} of provider "${provider}" is not accepted; use the provider's model id (letters, digits, . _ : / @ -, up to 100).`,
         );
       }
-      const problem = checkShape(value, PRICE_SHAPE);
-      if (problem !== undefined) {
+      const checked = checkShape(value, PRICE_SHAPE);
+      if (!checked.ok) {
+        const { problem } = checked;
         const found = problem.kind === 'not_object' ? '' : ` (${describeProblem(problem)})`;
         throw new ConfigError(
           `${where}: price of "${provider}" model "${model}" must be {"input": <USD per million tokens>, "output": <USD per million tokens>}, numbers from 0 to ${MAX_PRICE}${found}.`,
         );
       }
-      const { input, output } = value as Price;
+      const { input, output } = checked.value;
       table[model] = { input, output };
     }
     out[provider] = table;

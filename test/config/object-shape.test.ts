@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, expectTypeOf, it } from 'vitest';
 import {
   checkShape,
   countOrNull,
@@ -8,11 +8,11 @@ import {
   type ObjectShape,
 } from '../../src/config/object-shape.js';
 
-const SHAPE: ObjectShape = {
+const SHAPE = {
   name: { rule: text, required: true },
   price: { rule: numberIn(0, 10), required: true },
   cap: { rule: countOrNull(0), required: false },
-};
+} as const satisfies ObjectShape;
 
 describe('checkShape', () => {
   it.each([
@@ -41,12 +41,22 @@ describe('checkShape', () => {
     ],
     ['a negative count', { name: 'a', price: 1, cap: -1 }, 'field "cap" must be an integer ≥ 0 or null'],
   ])('%s', (_case, value, problem) => {
-    const found = checkShape(value, SHAPE);
-    expect(found === undefined ? undefined : describeProblem(found)).toBe(problem);
+    const checked = checkShape(value, SHAPE);
+    expect(checked.ok ? undefined : describeProblem(checked.problem)).toBe(problem);
   });
 
   it('does not take inherited keys for fields', () => {
     const value = Object.assign(Object.create({ name: 'inherited' }) as object, { price: 1 });
-    expect(checkShape(value, SHAPE)).toEqual({ kind: 'missing', field: 'name' });
+    expect(checkShape(value, SHAPE)).toEqual({ ok: false, problem: { kind: 'missing', field: 'name' } });
+  });
+
+  it('hands back the same object, typed by the shape', () => {
+    const value: unknown = { name: 'a', price: 2 };
+    const checked = checkShape(value, SHAPE);
+    if (!checked.ok) throw new Error(describeProblem(checked.problem));
+    expect(checked.value).toBe(value);
+    expectTypeOf(checked.value.name).toEqualTypeOf<string>();
+    expectTypeOf(checked.value.price).toEqualTypeOf<number>();
+    expectTypeOf(checked.value.cap).toEqualTypeOf<number | null | undefined>();
   });
 });

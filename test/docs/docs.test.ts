@@ -6,6 +6,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { SETTINGS, envName, flagName } from '../../src/config/settings.js';
 import { UNAUTHORIZED_REASONS } from '../../src/anomalies/record.js';
 import { ANOMALY_KINDS } from '../../src/limits/anomaly-model.js';
+import { NODE_FLOORS } from '../../src/cli/node-support.js';
 
 const read = (file: string) => readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8');
 
@@ -69,7 +70,7 @@ describe('docs stay in step with the code', () => {
     expect(read('LICENSE')).toMatch(/^MIT License\n/);
   });
 
-  it('the README names the Node.js lines that package.json supports and CI tests', () => {
+  it('the README names the Node.js lines CI tests, and the release each needs at least', () => {
     const readme = read('README.md');
     const tested = read('.ci/node-versions')
       .split('\n')
@@ -77,8 +78,10 @@ describe('docs stay in step with the code', () => {
       .map((line) => line.split('.')[0] ?? '');
     expect(tested.sort()).toEqual(['22', '24']);
     for (const major of tested) expect(readme).toMatch(new RegExp(`Node\\.js[^\\n]*\\b${major}\\b`));
-    const pkg = JSON.parse(read('package.json')) as { engines: { node: string } };
-    expect(pkg.engines.node).toBe('^22.20.0 || >=24.7.0');
+    // package.json's engines is held to the same floors in test/cli/node-support.test.ts.
+    expect(NODE_FLOORS.map(([major]) => String(major)).sort()).toEqual(tested.sort());
+    for (const [major, minor] of NODE_FLOORS)
+      expect(readme).toContain(`${major} (${major}.${minor} or later)`);
   });
 
   it('docs/api.md lists exactly the anomaly-log reasons the code writes, each with its kind', () => {
