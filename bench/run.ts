@@ -10,14 +10,13 @@ import { openStore } from '../src/store/open.js';
 import type { Store } from '../src/store/store.js';
 import { BenchFailure } from './h2load.js';
 import { Bench } from './load/bench.js';
-import { ensureH2load } from './load/setup.js';
+import { ensureH2load, pinAllThreads } from './load/setup.js';
 import type { PhaseContext } from './phases/context.js';
 import { printProfileTop, readProfileDir, type ProfileDir } from './profile.js';
 import { printTable } from './report.js';
 import { OPEN_LOOP_RPS_PER_CONNECTION, ROOT, parseArgs } from './settings.js';
 import { round } from './stats.js';
 import { log, rssMb } from './util.js';
-import { execFileSync } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -63,7 +62,7 @@ async function main(): Promise<number> {
       if (cores < 2)
         throw new BenchFailure(`the bench pins to CPUs 0 and 1 but this machine has ${cores} CPU`);
       // The driver's own threads (and every child it starts without taskset) go to CPU 1.
-      execFileSync('taskset', ['-a', '-p', '-c', '1', String(process.pid)], { stdio: 'ignore' });
+      pinAllThreads(process.pid, 1);
       if (cores > 2) pinning += ` (${cores} CPUs present; the others stay unused)`;
     } else {
       pinning = `not pinned (--no-pin): the OS places every process on the ${cores} CPUs`;

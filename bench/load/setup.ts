@@ -65,3 +65,23 @@ export async function makeCertificates(tmp: string): Promise<{ ca: string; cert:
   );
   return { ca: join(d, 'ca.pem'), cert: join(d, 'leaf.pem'), key: join(d, 'leaf.key') };
 }
+
+/**
+ * Moves every thread of `pid` to `cpu`. `taskset -a` failed once at the bench's start on Node 26
+ * (its message was not kept, and 14 more starts did not fail). The likely cause: it lists the
+ * threads, then moves them one by one, and a thread that ends in between fails the whole call. The
+ * next try moves the threads still there; after five, the bench stops with taskset's own message.
+ */
+export function pinAllThreads(pid: number, cpu: number): void {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      execFileSync('taskset', ['-a', '-p', '-c', String(cpu), String(pid)], { stdio: 'pipe' });
+      return;
+    } catch (err) {
+      if (attempt === 5) {
+        const stderr = (err as { stderr?: Buffer }).stderr?.toString().trim() ?? '';
+        throw new BenchFailure(`could not pin process ${pid} to CPU ${cpu} with taskset: ${stderr}`);
+      }
+    }
+  }
+}
