@@ -1,7 +1,7 @@
 import { mkdir, rmdir, stat } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
+import type pg from 'pg';
 import { ConfigError } from '../config/config-error.js';
 import type { Config } from '../config/load.js';
 import { acquireInstanceLock } from '../server/instance-lock.js';
@@ -39,7 +39,9 @@ function holderName(now: Date): string {
 }
 
 async function connect(url: string, name: string): Promise<pg.Client> {
-  const client = new pg.Client({
+  // Loaded here, not at the top: a SQLite server never needs the PostgreSQL driver in its heap.
+  const { default: driver } = await import('pg');
+  const client = new driver.Client({
     connectionString: url,
     application_name: name,
     connectionTimeoutMillis: 10_000,

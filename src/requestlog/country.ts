@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { isIP } from 'node:net';
-import maxmind, { type CountryResponse, type Reader } from 'maxmind';
+import type { CountryResponse, Reader } from 'maxmind';
 import { ConfigError } from '../config/load.js';
 
 /** Country code of a request's client, or null when unknown. Synchronous: called per request. */
@@ -45,6 +45,8 @@ export async function createCountryResolver(options: CountryOptions): Promise<Co
 
 async function openGeoip(path: string): Promise<Reader<CountryResponse>> {
   try {
+    // Loaded only with a `geoip_db`: most servers never read one.
+    const { default: maxmind } = await import('maxmind');
     const reader = await maxmind.open<CountryResponse>(path, { cache: { max: 10_000 } });
     return reader;
   } catch (error) {
