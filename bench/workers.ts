@@ -8,7 +8,6 @@
  * same CPUs, not what it buys on a dedicated host. Rounds alternate 1 and 2 workers so that drift
  * hits both alike. See docs/performance.md.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { createServer } from 'node:net';
@@ -16,6 +15,7 @@ import { cpus, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BenchFailure, h2load } from './h2load.js';
+import { makeCertificates } from './load/setup.js';
 import { Children } from './procs.js';
 import { median, round, summarize } from './stats.js';
 
@@ -36,19 +36,6 @@ function freePort(): Promise<number> {
       probe.close(() => resolvePort(typeof address === 'object' && address !== null ? address.port : 0));
     });
   });
-}
-
-function makeCertificates(dir: string): { cert: string; key: string } {
-  const cert = join(dir, 'provider.pem');
-  const key = join(dir, 'provider.key');
-  execFileSync(
-    'openssl',
-    ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes']
-      .concat(['-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=127.0.0.1'])
-      .concat(['-addext', 'subjectAltName=IP:127.0.0.1', '-addext', 'basicConstraints=critical,CA:TRUE']),
-    { stdio: 'ignore' },
-  );
-  return { cert, key };
 }
 
 function postJson(url: string, ca: string, apiKey: string, body: unknown): Promise<Record<string, unknown>> {
@@ -84,7 +71,7 @@ async function main(): Promise<void> {
   };
   process.once('SIGINT', () => void stopAll().then(() => process.exit(130)));
   try {
-    const tls = makeCertificates(tmp);
+    const tls = await makeCertificates(tmp);
     const provider = children.start('stand-in provider', process.execPath, [
       join(ROOT, 'dist-bench/bench/provider.js'),
       tls.cert,
@@ -135,7 +122,7 @@ async function main(): Promise<void> {
         '--config',
         config,
         '--provider-ca',
-        tls.cert,
+        tls.ca,
         '--api-port',
         '0',
         '--proxy-port',
