@@ -1,7 +1,8 @@
 /**
  * Every setting tokenproxy reads, in one table. Each has one name spelled three ways (DESIGN §2):
- * flag `--api-port`, environment `TOKENPROXY_API_PORT`, config-file key `api_port`. The CLI flags,
- * the loader and the configuration table in the docs are all derived from this list.
+ * flag `--api-port`, environment `TOKENPROXY_API_PORT`, config-file key `api_port`. The CLI flags
+ * and the loader are derived from this list; the README's configuration table is written by hand and
+ * held to it by test/docs (names, defaults, which are secret).
  */
 
 export type SettingKind =

@@ -24,7 +24,7 @@ describe('docs stay in step with the code', () => {
     expect(documented.sort()).toEqual(Object.keys(ERROR_CODES).sort());
   });
 
-  it('the README configuration table lists every setting with its flag, variable and default', () => {
+  it('the README configuration table lists every setting with its flag, variable, default and whether it is secret', () => {
     const readme = read('README.md');
     for (const spec of SETTINGS) {
       const row = readme.split('\n').find((line) => line.startsWith(`| \`${spec.name}\` |`));
@@ -32,6 +32,10 @@ describe('docs stay in step with the code', () => {
       expect(row).toContain(`\`${flagName(spec.name)}\``);
       expect(row).toContain(`\`${envName(spec.name)}\``);
       if ('default' in spec) expect(row).toContain(`\`${String(spec.default)}\``);
+      // A reader deciding where to put a value needs to know which ones are kept out of the output.
+      expect(row?.includes('Secret: never printed.'), spec.name).toBe(
+        'secret' in spec && spec.secret === true,
+      );
     }
   });
 
