@@ -36,6 +36,9 @@ export function registerIdempotency(api: ApiServer, deps: ApiDeps): void {
     const header = request.headers[HEADER];
     if (header === undefined) return;
     const key = Array.isArray(header) ? undefined : header;
+    // Sign-in (POST /v1/session) has no account until its handler verifies the key, and a session
+    // is not an answer to replay: there the header is ignored, as on any route without an account.
+    if (request.account === null) return;
     if (key === undefined || !KEY_PATTERN.test(key)) {
       throw new TokenProxyError(
         'invalid_parameter',

@@ -31,12 +31,16 @@ for (const fixture of databases) {
       await h.close();
     });
 
-    async function signIn(apiKey: string, from = nextIp()): Promise<ApiResponse> {
+    async function signIn(
+      apiKey: string,
+      from = nextIp(),
+      extra: Record<string, string> = {},
+    ): Promise<ApiResponse> {
       const res = await h.app.inject({
         method: 'POST',
         url: '/v1/session',
         remoteAddress: from,
-        headers: { host: HOST, origin: ORIGIN, 'content-type': 'application/json' },
+        headers: { host: HOST, origin: ORIGIN, 'content-type': 'application/json', ...extra },
         payload: JSON.stringify({ api_key: apiKey }),
       });
       return {
@@ -95,6 +99,24 @@ for (const fixture of databases) {
       expectError(await signIn(h.apiKey, from), 429, 'too_many_attempts');
       // Another address is not affected.
       expect((await signIn(h.apiKey)).status).toBe(201);
+    });
+
+    it('an Idempotency-Key on sign-in is ignored: each sign-in opens its own session, malformed key or not', async () => {
+      const from = nextIp();
+      const first = await signIn(h.apiKey, from, { 'idempotency-key': 'sign-in-1' });
+      expect(first.status, first.text).toBe(201);
+      const second = await signIn(h.apiKey, from, { 'idempotency-key': 'sign-in-1' });
+      expect(second.status, second.text).toBe(201);
+      expect(second.headers['idempotent-replayed']).toBeUndefined();
+      expect(cookieOf(second)).not.toBe(cookieOf(first));
+      const malformed = await signIn(h.apiKey, from, { 'idempotency-key': 'has space' });
+      expect(malformed.status, malformed.text).toBe(201);
+      // A wrong key is still refused as such, not as a server error.
+      expectError(
+        await signIn(`svc_sk_${'2'.repeat(43)}`, nextIp(), { 'idempotency-key': 'x' }),
+        401,
+        'invalid_api_key',
+      );
     });
 
     it('sign-in needs the dashboard origin (no login CSRF)', async () => {
