@@ -91,7 +91,9 @@ export function createLocalKek(kek: Buffer): KeyEncryptionKey {
   if (!Buffer.isBuffer(kek) || kek.length !== KEK_LENGTH) {
     throw new TypeError(`the key-encryption key must be ${KEK_LENGTH} bytes`);
   }
-  const key = createSecretKey(Buffer.from(kek));
+  // createSecretKey copies into native memory: a Buffer.from copy first would be a pooled one that
+  // nobody zeroes.
+  const key = createSecretKey(kek);
   return {
     fingerprint: kekFingerprint(kek),
     wrap: (dek, aad) => Promise.resolve(gcmWrap(key, dek, aad)),

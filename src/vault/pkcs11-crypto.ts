@@ -122,13 +122,16 @@ export function createHsmCrypto(lib: pkcs11js.PKCS11): HsmCrypto {
     },
     selfTest,
     derive(s, key, purpose) {
-      const blocks: Buffer[] = [];
+      // Buffers of their own (never the pool's): the block is zeroed here, the key once sent.
+      const derived = Buffer.alloc(32);
+      const block = Buffer.alloc(16);
       for (const counter of [1, 2]) {
         lib.C_SignInit(s, { mechanism: pkcs11js.CKM_AES_CMAC }, key);
         const input = Buffer.concat([Buffer.from([counter]), purpose, Buffer.from([0, 0, 1, 0])]);
-        blocks.push(Buffer.from(lib.C_Sign(s, input, Buffer.alloc(16))));
+        lib.C_Sign(s, input, block).copy(derived, (counter - 1) * 16);
       }
-      return Buffer.concat(blocks);
+      block.fill(0);
+      return derived;
     },
   };
 }

@@ -1,6 +1,8 @@
 import { Worker } from 'node:worker_threads';
 import { KekError } from './kek-error.js';
 import {
+  asBuffer,
+  movable,
   pkcs11Fingerprint,
   type FromHsm,
   type HsmOp,
@@ -84,7 +86,11 @@ export async function openPkcs11Kek(options: Pkcs11Options): Promise<Pkcs11Kek> 
 
   worker.on('message', (message: FromHsm) => {
     const waiting = pending.get(message.id);
-    if (waiting === undefined) return;
+    if (waiting === undefined) {
+      // An answer after its call timed out: nobody takes the data key it may hold.
+      if (message.ok) message.value?.fill(0);
+      return;
+    }
     pending.delete(message.id);
     clearTimeout(waiting.timer);
     waiting.resolve(message);
@@ -120,9 +126,11 @@ export async function openPkcs11Kek(options: Pkcs11Options): Promise<Pkcs11Kek> 
         });
       }, timeoutMs);
       pending.set(id, { resolve, timer });
-      worker.postMessage({ id, op, kek, data: input, aad } satisfies ToHsm);
+      const data = input === undefined ? undefined : movable(input);
+      worker.postMessage({ id, op, kek, data, aad } satisfies ToHsm, data === undefined ? [] : [data.buffer]);
     });
-    if (message.ok) return message.value === null ? null : Buffer.from(message.value);
+    // The answer's bytes were moved here, not copied: the caller zeroes a data key in place.
+    if (message.ok) return message.value === null ? null : asBuffer(message.value);
     throw new VaultError('kek_unavailable', message.message);
   };
 

@@ -34,15 +34,31 @@ export interface ToHsm {
   /** The KEK version (its id as hex) the operation uses; the one found at start when absent. */
   readonly kek?: string;
   /** wrap: the DEK; unwrap: nonce || ciphertext || tag; derive: the KDF input. */
-  readonly data?: Uint8Array;
+  readonly data?: Uint8Array<ArrayBuffer>;
   readonly aad?: Uint8Array;
+}
+
+/**
+ * A copy of `bytes` in an ArrayBuffer of its own, for postMessage's transfer list: the bytes then move
+ * to the other thread instead of being copied again, so a data key crossing threads leaves no copy
+ * on the sending side (a transferred buffer is emptied there) for the collector to free unzeroed.
+ */
+export function movable(bytes: Uint8Array): Uint8Array<ArrayBuffer> {
+  const own = new Uint8Array(bytes.length);
+  own.set(bytes);
+  return own;
+}
+
+/** A Buffer over the same memory as `bytes`, not a copy, so zeroing it zeroes what arrived. */
+export function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
 /** The setting a start-up failure is about, named in the error the user sees. */
 export type Pkcs11Setting = 'pkcs11_module' | 'pkcs11_token_label' | 'pkcs11_pin' | 'pkcs11_key_label';
 
 export type FromHsm =
-  | { readonly id: number; readonly ok: true; readonly value: Uint8Array | null }
+  | { readonly id: number; readonly ok: true; readonly value: Uint8Array<ArrayBuffer> | null }
   /** `unavailable`: the HSM failed; `setting`: it answered, and a setting is wrong (start-up only). */
   | { readonly id: number; readonly ok: false; readonly kind: 'unavailable'; readonly message: string }
   | {

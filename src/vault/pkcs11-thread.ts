@@ -9,7 +9,15 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { createHsmCrypto, isObjectGlitch } from './pkcs11-crypto.js';
 import { pkcs11Code, SettingError } from './pkcs11-errors.js';
 import { createHsmKeys } from './pkcs11-keys.js';
-import type { FromHsm, HsmReady, Pkcs11ThreadData, ToHsm } from './pkcs11-protocol.js';
+import {
+  asBuffer,
+  movable,
+  type FromHsm,
+  type HsmOp,
+  type HsmReady,
+  type Pkcs11ThreadData,
+  type ToHsm,
+} from './pkcs11-protocol.js';
 import { createHsmSession, pause } from './pkcs11-session.js';
 
 const data = workerData as Pkcs11ThreadData;
@@ -31,7 +39,8 @@ function reopen(): Buffer {
 }
 
 function run(s: Buffer, message: ToHsm): Buffer | null {
-  const input = Buffer.from(message.data ?? new Uint8Array(0));
+  // A view, not a copy: the message's own bytes (a data key, for a wrap) are zeroed once answered.
+  const input = asBuffer(message.data ?? new Uint8Array(0));
   const aad = Buffer.from(message.aad ?? new Uint8Array(0));
   const kekId = message.kek ?? keys.primaryId();
   switch (message.op) {
@@ -87,7 +96,7 @@ function answer(message: ToHsm): FromHsm {
       }
     }
     try {
-      return { id: message.id, ok: true, value: run(session, message) };
+      return { id: message.id, ok: true, value: answerBytes(run(session, message), message.op) };
     } catch (err) {
       failure = describe(err);
       const pauseMs = isObjectGlitch(err) ? GLITCH_PAUSES_MS[glitches++] : undefined;
@@ -101,6 +110,21 @@ function answer(message: ToHsm): FromHsm {
     }
   }
   return unavailable(message, failure);
+}
+
+/** The operations whose input or answer is a data key or a key derived from the KEK. */
+const SECRET_OPS: ReadonlySet<HsmOp> = new Set(['wrap', 'unwrap', 'derive']);
+
+/**
+ * The answer in an ArrayBuffer of its own, moved to the main thread rather than copied; a secret
+ * operation's own output is zeroed here, so the data key (or derived key) is left in no buffer of
+ * this thread.
+ */
+function answerBytes(out: Buffer | null, op: HsmOp): Uint8Array<ArrayBuffer> | null {
+  if (out === null) return null;
+  const own = movable(out);
+  if (SECRET_OPS.has(op)) out.fill(0);
+  return own;
 }
 
 function describe(err: unknown): string {
@@ -131,5 +155,8 @@ try {
 }
 
 port.on('message', (message: ToHsm) => {
-  port.postMessage(answer(message));
+  const reply = answer(message);
+  message.data?.fill(0);
+  if (reply.ok && reply.value !== null) port.postMessage(reply, [reply.value.buffer]);
+  else port.postMessage(reply);
 });

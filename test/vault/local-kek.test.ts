@@ -148,3 +148,26 @@ describe('createLocalVault with a loaded KEK', () => {
     expect((await reloaded.decrypt(envelope, binding)).equals(secret)).toBe(true);
   });
 });
+
+describe('the KEK in memory', () => {
+  it('leaves no copy of the master key in the shared Buffer pool once the caller zeroes its own', async () => {
+    // Neither from the pool, so only a copy made by the code under test could be found there.
+    const master = Buffer.alloc(32);
+    randomBytes(32).copy(master);
+    const needle = Buffer.alloc(32);
+    master.copy(needle);
+    // Small Buffer copies come from one shared pool block at a time: look in the one current before
+    // the KEK is made and in the one current after it.
+    const poolBefore = Buffer.from('x').buffer;
+    const vault = createLocalVault(master);
+    const poolAfter = Buffer.from('y').buffer;
+    master.fill(0);
+    for (const pool of new Set([poolBefore, poolAfter])) {
+      expect(Buffer.from(pool).indexOf(needle), 'a copy of the master key in the Buffer pool').toBe(-1);
+    }
+    // The vault kept its own native copy: it still seals and opens.
+    const binding = { keyId: 'key_m', accountId: 'acct_m' };
+    const envelope = await vault.encrypt(Buffer.from('sk-pool-check'), binding);
+    expect((await vault.decrypt(envelope, binding)).toString()).toBe('sk-pool-check');
+  });
+});
