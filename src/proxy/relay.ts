@@ -152,9 +152,11 @@ export class Relay implements Dispatcher.DispatchHandler {
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     const res = this.#ex.res;
     if (this.#ex.clientGone || res.destroyed) return;
-    this.scanner?.write(chunk);
     const out = this.#redactor.write(chunk);
     if (out.length === 0) return;
+    // The scanner reads what the client gets, after redaction: a provider that echoes the key where
+    // a model name goes would otherwise put it in the request log.
+    this.scanner?.write(out);
     if (!res.write(out)) {
       controller.pause();
       if (!this.#drainHooked) {
@@ -166,6 +168,7 @@ export class Relay implements Dispatcher.DispatchHandler {
 
   onResponseEnd(): void {
     const tail = this.#redactor.flush();
+    if (tail.length > 0) this.scanner?.write(tail);
     this.#finished();
     const res = this.#ex.res;
     if (this.#ex.clientGone || res.destroyed) return;

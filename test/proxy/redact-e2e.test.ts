@@ -21,6 +21,25 @@ for (const fixture of databases) {
         await h?.close();
       });
 
+      for (const sse of [false, true]) {
+        it(`a key echoed where the model name goes${sse ? ' (SSE, 3 bytes per chunk)' : ''} is not recorded as the model`, async () => {
+          const res = await h.send(`/openai/echo-key-as-model${sse ? '?sse=1' : ''}`, {
+            headers: bearer(token),
+          });
+          expect(res.status).toBe(200);
+          expect(res.text).toContain('[REDACTED]');
+          expect(res.text).not.toContain(REAL_KEY);
+          const record = await h.recordOf(res.headers['x-tokenproxy-request-id']);
+          expect(record.model).not.toContain(REAL_KEY);
+          expect(record.model).toBe('[REDACTED]');
+          // The rest of the answer is still read: its usage is counted.
+          expect([record.inputTokens, record.outputTokens]).toEqual([7, 3]);
+          const logs = await h.apiCall('GET', '/v1/logs');
+          expect(logs.status).toBe(200);
+          expect(JSON.stringify(logs.body)).not.toContain(REAL_KEY);
+        });
+      }
+
       for (const [name, encode] of Object.entries(MOCK_KEY_ENCODINGS)) {
         for (const sse of [false, true]) {
           it(`${name}${sse ? ' (SSE, 3 bytes per chunk)' : ''}: header and body redacted`, async () => {

@@ -50,6 +50,29 @@ export async function echoKeyEncoded(ctx: Ctx): Promise<void> {
   ctx.res.end();
 }
 
+/**
+ * A completion whose `model` is the credential it received, as a provider that echoes what it was
+ * given in place of a model name might answer; with `?sse=1` as a stream of two events, 3 characters
+ * per chunk. What the proxy records from the answer must not hold the key either.
+ */
+export async function echoKeyAsModel(ctx: Ctx): Promise<void> {
+  const auth = headerValue(ctx.req, 'authorization') ?? '';
+  const key = auth.startsWith('Bearer ') ? auth.slice(7) : (headerValue(ctx.req, 'x-api-key') ?? '');
+  const usage = { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 };
+  const completion = { id: 'chatcmpl-echo', object: 'chat.completion', model: key, usage };
+  if (ctx.url.searchParams.get('sse') !== '1') {
+    sendJson(ctx.res, 200, completion);
+    return;
+  }
+  startSse(ctx.res);
+  const events =
+    `data: ${JSON.stringify({ id: 'chatcmpl-echo', object: 'chat.completion.chunk', model: key, choices: [] })}\n\n` +
+    `data: ${JSON.stringify({ id: 'chatcmpl-echo', object: 'chat.completion.chunk', model: key, choices: [], usage })}\n\n` +
+    'data: [DONE]\n\n';
+  for (let at = 0; at < events.length; at += 3) await write(ctx.res, events.slice(at, at + 3));
+  ctx.res.end();
+}
+
 export function echoBody(ctx: Ctx): Promise<void> {
   ctx.res.writeHead(200, {
     'content-type': headerValue(ctx.req, 'content-type') ?? 'application/octet-stream',
