@@ -11,6 +11,7 @@ import { loadDefaultPrices, mergePrices, parsePrices, type PriceData } from '../
 import { ConfigError } from './config-error.js';
 import { checkShape, describeProblem, text, type ObjectShape } from './object-shape.js';
 import { convertSetting } from './convert.js';
+import { parseJsonFile } from './json-syntax.js';
 import { SETTINGS, envName, flagName, type SettingName } from './settings.js';
 
 /** The validated, frozen configuration. Built once at start and passed down; never imported. */
@@ -270,16 +271,12 @@ function readConfigFile(path: string): Record<string, unknown> {
       `Setting "config": cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'}).`,
     );
   }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch (err) {
-    throw new ConfigError(`Setting "config": ${path} is not valid JSON (${(err as Error).message}).`);
-  }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+  const parsed = parseJsonFile(text);
+  if (!parsed.ok) throw new ConfigError(`Setting "config": ${path} is not valid JSON: ${parsed.problem}.`);
+  if (typeof parsed.value !== 'object' || parsed.value === null || Array.isArray(parsed.value)) {
     throw new ConfigError(`Setting "config": ${path} must hold a JSON object of settings.`);
   }
-  const obj = parsed as Record<string, unknown>;
+  const obj = parsed.value as Record<string, unknown>;
   for (const key of Object.keys(obj)) {
     if (!FILE_ONLY_KEYS.has(key) && !SETTING_NAMES.has(key)) {
       const hint = SETTING_NAMES.has(key.replaceAll('-', '_'))
