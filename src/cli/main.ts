@@ -1,5 +1,6 @@
 import { Command, CommanderError, Option } from 'commander';
 import { ConfigError, loadConfig, type Config } from '../config/load.js';
+import { secretsOnCommandLine } from '../config/secret-flags.js';
 import { SETTINGS, envName, flagName, type SettingSpec } from '../config/settings.js';
 import { registerAccountCommands } from './accounts.js';
 import { registerKekCommands } from './kek.js';
@@ -146,6 +147,14 @@ async function serve(opts: Record<string, unknown>, io: CliIo): Promise<number> 
   const logger = createLogger(config.logLevel);
   // `--workers N` (src/cluster): the primary supervises; the workers, forked from it, serve.
   const { default: cluster } = await import('node:cluster');
+  // Once per service: workers are forked with the same command line.
+  const exposed = secretsOnCommandLine(config);
+  if (exposed.length > 0 && !cluster.isWorker) {
+    logger.warn(
+      { settings: exposed, instead: exposed.map(envName) },
+      'secrets were given as command-line flags, which every user of this machine can read in the process list: give them as environment variables instead',
+    );
+  }
   if (cluster.isWorker)
     return (await import('../cluster/worker.js')).runWorker(
       config,

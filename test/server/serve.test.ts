@@ -256,6 +256,30 @@ describe('tokenproxy serve: restarts, refusals and shutdown', () => {
     }
   });
 
+  it('a password given as a flag is warned about once, by setting name, never by value', async () => {
+    const dataDir = await tempDir();
+    const password = `pw-${Date.now()}-on-the-command-line`;
+    try {
+      // Nothing listens on port 1: Redis being away never stops a start, which is all this needs.
+      const server = await startServe(['--data-dir', dataDir, '--redis', `redis://:${password}@127.0.0.1:1`]);
+      const warnings = server
+        .stdout()
+        .split('\n')
+        .filter((line) => line.includes('process list'));
+      expect(warnings).toHaveLength(1);
+      expect(JSON.parse(warnings[0] ?? '{}')).toMatchObject({
+        level: 'warn',
+        settings: ['redis'],
+        instead: ['TOKENPROXY_REDIS'],
+      });
+      expect(server.stdout()).not.toContain(password);
+      expect(server.stderr()).not.toContain(password);
+      expect(await server.stop()).toBe(0);
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+
   it('--insecure-http serves plain HTTP and warns', async () => {
     const dataDir = await tempDir();
     try {
