@@ -137,7 +137,8 @@ function redactHeader(value: string, secrets: HeaderSecrets): string {
 /**
  * The provider's response headers as relayed (flat `[name, value, …]`): without DROP_RESPONSE, with
  * every secret form redacted, `Vary` extended by `Origin`, then our request id, the token's
- * `RateLimit-*` headers and, for a caller that sent an Origin, our CORS headers.
+ * `RateLimit-*` headers and, for a caller that sent an Origin, our CORS headers. `decoded`: the body
+ * is relayed decoded (answer-encoding.ts), so its `content-encoding` no longer applies.
  */
 export function relayedHeaders(
   upstream: Record<string, string | string[] | undefined>,
@@ -146,6 +147,7 @@ export function relayedHeaders(
   origin: string | undefined,
   requestId: string,
   limitHeaders: readonly string[] | null,
+  decoded = false,
 ): string[] {
   const out: string[] = [];
   let vary = false;
@@ -153,6 +155,7 @@ export function relayedHeaders(
     const value = upstream[name];
     if (value === undefined) continue;
     if (dropResponseHeader(name, hasBody)) continue;
+    if (decoded && name === 'content-encoding') continue;
     if (typeof value === 'string') {
       if (name === 'vary' && origin !== undefined) {
         vary = true;

@@ -1,8 +1,9 @@
-import type { Readable } from 'node:stream';
+import type { Readable, Transform } from 'node:stream';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import { errorSummary } from '../errors/summary.js';
+import { answerEncoding, createDecoder } from './answer-encoding.js';
 import type { UsageScanner } from '../usage/usage-scanner.js';
 import { sendHead, type ProxyRequest, type ProxyResponse } from './exchange-io.js';
 import { writeProxyError, type ProxyErrorCode } from './errors.js';
@@ -50,6 +51,8 @@ export class Relay implements Dispatcher.DispatchHandler {
   #patterns: KeyPatterns | null;
   readonly #redactor: StreamRedactor;
   #controller: Dispatcher.DispatchController | null = null;
+  /** Set for a compressed answer (answer-encoding.ts): the body is decoded before redaction. */
+  #decoder: Transform | null = null;
   #drainHooked = false;
   #sentAt = 0;
   /** Time from dispatch to the provider's status line; null while none has come. */
@@ -100,6 +103,7 @@ export class Relay implements Dispatcher.DispatchHandler {
   /** The client went away: stop the provider's answer, and wipe the key now. */
   clientClosed(): void {
     if (!this.done) this.#controller?.abort(CLIENT_GONE);
+    this.#decoder?.destroy();
     this.wipeKey();
   }
 
@@ -134,6 +138,14 @@ export class Relay implements Dispatcher.DispatchHandler {
       return;
     }
     const hasBody = responseHasBody(ex.req.method ?? 'GET', status);
+    const encoding = hasBody ? answerEncoding(upstreamHeaders['content-encoding']) : undefined;
+    if (encoding?.kind === 'decoded') this.#decodeWith(createDecoder(encoding.name));
+    else if (encoding?.kind === 'opaque') {
+      ex.logger?.warn(
+        { request_id: ex.requestId, provider: this.#upstream.id, content_encoding: encoding.name },
+        'the provider answered in an encoding tokenproxy cannot decode: its body is passed on without redaction',
+      );
+    }
     const out = relayedHeaders(
       upstreamHeaders,
       hasBody,
@@ -141,6 +153,7 @@ export class Relay implements Dispatcher.DispatchHandler {
       ex.originHeader,
       ex.requestId,
       ex.limitHeaders,
+      this.#decoder !== null,
     );
     sendHead(res, status, out);
     if (hasBody) this.scanner = scannerFor(upstreamHeaders['content-type']);
@@ -152,13 +165,35 @@ export class Relay implements Dispatcher.DispatchHandler {
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     const res = this.#ex.res;
     if (this.#ex.clientGone || res.destroyed) return;
+    if (this.#decoder !== null) {
+      if (!this.#decoder.write(chunk)) controller.pause();
+      return;
+    }
+    this.#relay(chunk);
+  }
+
+  onResponseEnd(): void {
+    if (this.#decoder !== null) this.#decoder.end();
+    else this.#complete();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController | undefined, err: Error): void {
+    this.#decoder?.destroy();
+    this.#failed(err);
+  }
+
+  /** Redacts one piece of the (decoded) body and sends it, pausing the provider while the client lags. */
+  #relay(chunk: Buffer): void {
+    const res = this.#ex.res;
+    if (this.#ex.clientGone || res.destroyed) return;
     const out = this.#redactor.write(chunk);
     if (out.length === 0) return;
     // The scanner reads what the client gets, after redaction: a provider that echoes the key where
     // a model name goes would otherwise put it in the request log.
     this.scanner?.write(out);
     if (!res.write(out)) {
-      controller.pause();
+      this.#controller?.pause();
+      this.#decoder?.pause();
       if (!this.#drainHooked) {
         this.#drainHooked = true;
         res.on('drain', this.#onDrain);
@@ -166,7 +201,8 @@ export class Relay implements Dispatcher.DispatchHandler {
     }
   }
 
-  onResponseEnd(): void {
+  /** The whole answer has passed: the redactor's held-back tail goes out, and the key is wiped. */
+  #complete(): void {
     const tail = this.#redactor.flush();
     if (tail.length > 0) this.scanner?.write(tail);
     this.#finished();
@@ -176,7 +212,20 @@ export class Relay implements Dispatcher.DispatchHandler {
     else res.end();
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController | undefined, err: Error): void {
+  #decodeWith(decoder: Transform): void {
+    this.#decoder = decoder;
+    decoder.on('data', (plain: Buffer) => this.#relay(plain));
+    decoder.on('drain', () => this.#controller?.resume());
+    decoder.once('end', () => this.#complete());
+    // A body that does not decode is a provider breaking off mid-answer.
+    decoder.once('error', (err) => {
+      if (!this.done) this.#controller?.abort(err);
+      this.#failed(err);
+    });
+  }
+
+  #failed(err: Error): void {
+    if (this.done) return;
     this.#finished();
     const ex = this.#ex;
     const res = ex.res;
@@ -200,6 +249,7 @@ export class Relay implements Dispatcher.DispatchHandler {
   }
 
   readonly #onDrain = (): void => {
+    this.#decoder?.resume();
     this.#controller?.resume();
   };
 

@@ -15,7 +15,7 @@ export {
   mockStreamPiece,
   mockStreamText,
 } from './mock-provider/canned.js';
-export { MOCK_KEY_ENCODINGS } from './mock-provider/echo.js';
+export { MOCK_COMPRESSIONS, MOCK_KEY_ENCODINGS, compressedEchoText } from './mock-provider/echo.js';
 export type { ReceivedRequest } from './mock-provider/received.js';
 export { MOCK_USAGE_ANSWERS, type MockUsageAnswer } from './mock-provider/usage-answers.js';
 

@@ -1,3 +1,4 @@
+import { brotliCompressSync, deflateSync, gzipSync, zstdCompressSync } from 'node:zlib';
 import { headerValue, sendError, sendJson, startSse, write, type Ctx } from './respond.js';
 
 // Routes that send back what the proxy forwarded, so tests see the real key's redaction from outside.
@@ -70,6 +71,51 @@ export async function echoKeyAsModel(ctx: Ctx): Promise<void> {
     `data: ${JSON.stringify({ id: 'chatcmpl-echo', object: 'chat.completion.chunk', model: key, choices: [], usage })}\n\n` +
     'data: [DONE]\n\n';
   for (let at = 0; at < events.length; at += 3) await write(ctx.res, events.slice(at, at + 3));
+  ctx.res.end();
+}
+
+/** How `/echo-key-compressed?enc=` compresses, as a provider ignoring `accept-encoding: identity` would. */
+export const MOCK_COMPRESSIONS: Readonly<Record<string, (data: Buffer) => Buffer>> = {
+  gzip: (d) => gzipSync(d),
+  deflate: (d) => deflateSync(d),
+  br: (d) => brotliCompressSync(d),
+  zstd: (d) => zstdCompressSync(d),
+};
+
+/** The text `/echo-key-compressed` compresses: the key inside, `repeat` times (for a long answer). */
+export function compressedEchoText(key: string, repeat: number): string {
+  return `{"error":{"message":"Incorrect API key provided: ${key}"},"pad":"${'x'.repeat(64)}"}\n`.repeat(
+    repeat,
+  );
+}
+
+/**
+ * Echoes the credential in a body compressed with `?enc=` (or, for `?enc=broken`, a gzip header and
+ * then bytes that do not decode), whatever the request asked for, written 7 bytes per chunk so the
+ * compressed stream crosses many chunks; `?repeat=N` repeats the text, `?as=` sets another
+ * `content-encoding` on an uncompressed body.
+ */
+export async function echoKeyCompressed(ctx: Ctx): Promise<void> {
+  const auth = headerValue(ctx.req, 'authorization') ?? '';
+  const key = auth.startsWith('Bearer ') ? auth.slice(7) : (headerValue(ctx.req, 'x-api-key') ?? '');
+  const enc = ctx.url.searchParams.get('enc') ?? '';
+  const repeat = Number(ctx.url.searchParams.get('repeat') ?? '1');
+  const text = Buffer.from(compressedEchoText(key, repeat));
+  let body: Buffer;
+  let encoding = enc;
+  if (enc === 'broken') {
+    body = Buffer.concat([gzipSync(text).subarray(0, 10), Buffer.from('this is not deflate data at all')]);
+    encoding = 'gzip';
+  } else if (enc === 'none') {
+    body = text;
+    encoding = ctx.url.searchParams.get('as') ?? 'identity';
+  } else {
+    const compress = MOCK_COMPRESSIONS[enc];
+    if (compress === undefined) return sendError(ctx.res, 400, 'unknown ?enc= compression');
+    body = compress(text);
+  }
+  ctx.res.writeHead(401, { 'content-type': 'application/json', 'content-encoding': encoding });
+  for (let at = 0; at < body.length; at += 7) await write(ctx.res, body.subarray(at, at + 7));
   ctx.res.end();
 }
 

@@ -1,5 +1,5 @@
 import { anthropicMessages, chatCompletions, models } from './completions.js';
-import { echoAuth, echoBody, echoKeyAsModel, echoKeyEncoded } from './echo.js';
+import { echoAuth, echoBody, echoKeyAsModel, echoKeyCompressed, echoKeyEncoded } from './echo.js';
 import { sendError, type Ctx } from './respond.js';
 import { big, repeatedHeaders, resetMidStream, slow, slowBody, status } from './transport.js';
 import { usageSplit } from './usage-answers.js';
@@ -19,6 +19,7 @@ const routes: Route[] = [
   { pattern: /\/echo-auth$/, handle: echoAuth },
   { pattern: /\/echo-key-encoded$/, handle: echoKeyEncoded },
   { pattern: /\/echo-key-as-model$/, handle: echoKeyAsModel },
+  { pattern: /\/echo-key-compressed$/, handle: echoKeyCompressed },
   { pattern: /\/slow$/, handle: slow },
   { pattern: /\/slow-body$/, handle: slowBody },
   { pattern: /\/reset-mid-stream$/, handle: resetMidStream },
