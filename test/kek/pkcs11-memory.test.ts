@@ -35,35 +35,36 @@ it('the data key sent to the HSM thread and the one it answers leave no copy in 
     keyLabel: 'tokenproxy-kek',
     create: true,
   });
-  const sent: Uint8Array[] = [];
-  const received: Uint8Array[] = [];
-  const post = Worker.prototype.postMessage;
-  vi.spyOn(Worker.prototype, 'postMessage').mockImplementation(function (this: Worker, message, transfer) {
-    const data = (message as { data?: Uint8Array }).data;
-    if (data !== undefined) sent.push(data);
-    post.call(this, message, transfer);
-  });
-  const emit = Worker.prototype.emit;
-  vi.spyOn(Worker.prototype, 'emit').mockImplementation(function (this: Worker, event, ...args: unknown[]) {
-    const value = (args[0] as { value?: unknown } | undefined)?.value;
-    if (event === 'message' && value instanceof Uint8Array) received.push(value);
-    return emit.call(this, event, ...args);
-  });
+  // Spies that call through: they only record what crossed between the threads.
+  const posted = vi.spyOn(Worker.prototype, 'postMessage');
+  const emitted = vi.spyOn(Worker.prototype, 'emit');
+  const sent = (): Uint8Array[] =>
+    posted.mock.calls.flatMap(([message]) => {
+      const data = (message as { data?: unknown }).data;
+      return data instanceof Uint8Array ? [data] : [];
+    });
+  const received = (): Uint8Array[] =>
+    emitted.mock.calls.flatMap(([event, message]) => {
+      const value = (message as { value?: unknown } | undefined)?.value;
+      return event === 'message' && value instanceof Uint8Array ? [value] : [];
+    });
 
   const vault = createEnvelopeVault(kek);
   const binding = { keyId: 'key_memory', accountId: 'acct_memory' };
   const realKey = Buffer.from(`sk-memory-${randomBytes(8).toString('hex')}`);
   const envelope = await vault.encrypt(realKey, binding);
   // The DEK went to the thread for its wrap: what was posted is emptied (moved), not left behind.
-  expect(sent.length).toBeGreaterThan(0);
-  for (const data of sent) expect(data.byteLength, 'a posted buffer still holds its bytes').toBe(0);
+  expect(sent().length).toBeGreaterThan(0);
+  for (const data of sent()) expect(data.byteLength, 'a posted buffer still holds its bytes').toBe(0);
 
-  received.length = 0;
+  const before = received().length;
   const plaintext = await vault.decrypt(envelope, binding);
   expect(plaintext.equals(realKey)).toBe(true);
   plaintext.fill(0);
   // The unwrapped DEK arrived in the very memory the vault zeroed after using it.
-  const deks = received.filter((value) => value.byteLength === 32);
+  const deks = received()
+    .slice(before)
+    .filter((value) => value.byteLength === 32);
   expect(deks).toHaveLength(1);
   expect(
     allZero(deks[0] as Uint8Array),
