@@ -13,6 +13,7 @@ import {
   type ServerHttp2Session,
 } from 'node:http2';
 import type { AddressInfo, Server, Socket } from 'node:net';
+import { TLSSocket } from 'node:tls';
 import type { ProxyDeps } from './deps.js';
 import { serveStream, type H2Peer } from './h2-stream.js';
 import { ProxyHandler } from './handler.js';
@@ -22,6 +23,8 @@ export interface ProxyServerOptions {
   readonly tls?: { readonly key: string; readonly cert: string } | undefined;
   /** Offer HTTP/2 by ALPN beside HTTP/1.1 on the TLS listener (default true; false: HTTP/1.1 only). */
   readonly http2?: boolean | undefined;
+  /** How long an HTTP/2 session may be idle before it is asked to go away (default 65 s; tests). */
+  readonly idleTimeoutMs?: number | undefined;
 }
 
 export interface ProxyServer {
@@ -148,8 +151,14 @@ export function createProxyServer(deps: ProxyDeps, options: ProxyServerOptions =
       );
     });
     // An idle session is asked to go away; its open streams (a long completion) still finish.
-    h2.setTimeout(IDLE_TIMEOUT_MS);
-    h2.on('timeout', (session: ServerHttp2Session) => session.close());
+    h2.setTimeout(options.idleTimeoutMs ?? IDLE_TIMEOUT_MS);
+    h2.on('timeout', (peer: ServerHttp2Session | TLSSocket) => {
+      // With allowHTTP1, Node reports HTTP/1.1 sockets here too, and a listener means "handled": such
+      // a socket is left alone. It may be waiting for a long completion (the upstream timeouts end
+      // that), and an idle one is closed by keepAliveTimeout, a silent one by headersTimeout.
+      if (peer instanceof TLSSocket) return;
+      peer.close();
+    });
     // A peer that breaks the protocol is destroyed by Node; nothing of ours to report.
     h2.on('sessionError', () => undefined);
     server = h2;

@@ -115,6 +115,8 @@ export interface HarnessOptions {
   readonly protocol?: Protocol;
   /** Whether the proxy listener offers HTTP/2 at all (default true). */
   readonly http2?: boolean;
+  /** The proxy listener's idle timeout for HTTP/2 sessions (default the server's 65 s). */
+  readonly idleTimeoutMs?: number;
 }
 
 export interface HarnessUsage {

@@ -110,7 +110,11 @@ export async function startProxyHarness(
       logger,
       now: options.now,
     },
-    { tls: { key: tls.keyPem, cert: tls.certPem }, http2: options.http2 },
+    {
+      tls: { key: tls.keyPem, cert: tls.certPem },
+      http2: options.http2,
+      idleTimeoutMs: options.idleTimeoutMs,
+    },
   );
   proxyRef.current = proxy;
   const httpVersions: string[] = [];
