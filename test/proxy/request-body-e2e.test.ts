@@ -126,3 +126,49 @@ describe.each(PROTOCOLS)('request bodies over %s: small ones whole, large ones s
     expect(received?.body.equals(full)).toBe(true);
   });
 });
+
+/**
+ * A client that resets its stream mid-body (RST_STREAM without END_STREAM, as a browser cancelling an
+ * upload does). node:http2's own `stream.close(code)` is not that: it sends END_STREAM first, so the
+ * body it cut is complete as far as HTTP/2 can tell, and is forwarded as such.
+ */
+describe('an HTTP/2 request body cut off by the client (RST_STREAM)', () => {
+  let h: ProxyHarness;
+  beforeAll(async () => {
+    h = await startProxyHarness(sqlite, { protocol: 'h2' });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  for (const length of [undefined, 200, COLLECTED_BODY_MAX_BYTES * 2]) {
+    const name = length === undefined ? 'streamed, without a length' : `content-length ${length}`;
+    it(`${name}: recorded as 499, and the provider never gets a whole request`, async () => {
+      h.mock.reset();
+      const { token, tokenId } = await h.createToken({});
+      const session = await h2Connect(h.url, h.ca);
+      session.on('error', () => undefined);
+      try {
+        const stream = session.request({
+          ':method': 'POST',
+          ':path': '/openai/v1/echo-body',
+          ...bearer(token),
+          'content-type': 'application/json',
+          ...(length === undefined ? {} : { 'content-length': String(length) }),
+        });
+        stream.on('error', () => undefined);
+        stream.write(Buffer.alloc(Math.min(length ?? 56, COLLECTED_BODY_MAX_BYTES) / 2, 'x'));
+        // Long enough for a streamed body to be on its way upstream already.
+        await sleep(PAUSE_MS);
+        stream.destroy(new Error('the client gave up'));
+        const record = await h.waitForRecord((r) => r.tokenId === tokenId);
+        expect(record.status).toBe(499);
+        // The mock records a request once its body has ended: a cut one must never get that far.
+        await sleep(PAUSE_MS);
+        expect(h.mock.received, 'a cut body reached the provider as a complete request').toHaveLength(0);
+      } finally {
+        await h2Close(session);
+      }
+    });
+  }
+});
