@@ -11,6 +11,7 @@ import { sendError, toTokenProxyError } from './error-handler.js';
 import { registerIdempotency } from './idempotency.js';
 import { IdempotencyHeaders, errorResponses } from './openapi-errors.js';
 import { coerceLimit } from './pagination.js';
+import { unexpectedBody } from './unexpected-body.js';
 import { clientErrorHandler, frameworkError, isClientAbort } from './listener-errors.js';
 import { dashboardRoutes } from './dashboard-assets.js';
 import { accountRoutes } from './routes/account.js';
@@ -204,7 +205,11 @@ export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promis
       });
       api.addHook('preValidation', (request, _reply, done) => {
         coerceLimit(request.query);
-        done();
+        const refused =
+          request.routeOptions.schema?.body === undefined
+            ? unexpectedBody(request.method, request.routeOptions.url ?? request.url, request.body)
+            : undefined;
+        done(refused);
       });
       api.addHook('onRequest', async (request) => {
         const route = request.routeOptions.url;

@@ -153,6 +153,33 @@ for (const fixture of databases) {
           ok<ListJson<unknown>>(await a.request('GET', '/v1/events?type=token.revoked')).data,
         ).toHaveLength(3);
       });
+
+      it('refuses a body that looks like it narrows the revocation, and revokes nothing', async () => {
+        const a = await newClient(h, 'unlimited', 'narrow');
+        const kept = await createToken(a);
+        for (const body of [{ token_ids: [kept.token_id] }, [kept.token_id], 'all']) {
+          const res = await a.request('POST', '/v1/tokens/revoke_all', { body });
+          const error = expectError(
+            res,
+            400,
+            'unknown_parameter',
+            Array.isArray(body) || typeof body === 'string' ? undefined : 'token_ids',
+          );
+          expect(error.message).toContain('takes no request body');
+        }
+        expectError(
+          await a.request('DELETE', `/v1/tokens/${kept.token_id}`, { body: { reason: 'leaked' } }),
+          400,
+          'unknown_parameter',
+          'reason',
+        );
+        expect(ok<TokenJson>(await a.request('GET', `/v1/tokens/${kept.token_id}`)).status).toBe('active');
+        // An empty object carries no field: the kill switch works with it.
+        const revoked = ok<ListJson<TokenJson>>(
+          await a.request('POST', '/v1/tokens/revoke_all', { body: {} }),
+        );
+        expect(revoked.data.map((t) => t.token_id)).toEqual([kept.token_id]);
+      });
     });
 
     describe('GET /v1/usage', () => {
