@@ -1,4 +1,4 @@
-import { ERROR_CODES } from '../errors/codes.js';
+import { ERROR_CODES, type ErrorCode } from '../errors/codes.js';
 import { EXPOSE_HEADERS } from './cors.js';
 import { sendHead, type ProxyResponse } from './exchange-io.js';
 
@@ -75,6 +75,17 @@ export function budgetExceededMessage(
   return `${whose} budget of ${budget} would be exceeded by this request's worst case (input plus max output tokens); ${reset}`;
 }
 
+/**
+ * The body shape of DESIGN §4 and §13: `type: "error"` at the top makes the Anthropic SDKs show it as
+ * an API error; `error` is what the OpenAI SDKs read.
+ */
+export function proxyErrorBody(code: ErrorCode, message: string, requestId: string): string {
+  return JSON.stringify({
+    type: 'error',
+    error: { type: 'tokenproxy_error', code, message, request_id: requestId },
+  });
+}
+
 interface PreparedError {
   readonly status: number;
   /** The body up to the request id, and what follows it: only the id is added per response. */
@@ -82,15 +93,9 @@ interface PreparedError {
   readonly tail: string;
 }
 
-/**
- * The body shape of DESIGN §4 and §13: `type: "error"` at the top makes the Anthropic SDKs show it as
- * an API error; `error` is what the OpenAI SDKs read.
- */
+/** A code's body with its fixed sentence, made once: only the request id is added per response. */
 function prepare(code: ProxyErrorCode, message: string): PreparedError {
-  const full = JSON.stringify({
-    type: 'error',
-    error: { type: 'tokenproxy_error', code, message, request_id: '\u0000' },
-  });
+  const full = proxyErrorBody(code, message, '\u0000');
   const at = full.indexOf('\\u0000');
   return {
     status: ERROR_CODES[code].status,

@@ -14,7 +14,10 @@ import {
 } from 'node:http2';
 import type { AddressInfo, Server, Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
+import { clientErrorAnswer, clientErrorNeedsNoAnswer, writeClientError } from '../errors/client-error.js';
+import { newRequestId } from '../ids/formats.js';
 import type { ProxyDeps } from './deps.js';
+import { proxyErrorBody } from './errors.js';
 import { serveStream, type H2Peer } from './h2-stream.js';
 import { ProxyHandler } from './handler.js';
 
@@ -174,6 +177,21 @@ export function createProxyServer(deps: ProxyDeps, options: ProxyServerOptions =
     socket.once('close', () => sockets.delete(socket));
   });
   server.on('tlsClientError', () => undefined);
+  // HTTP/1.1 requests Node's parser refuses (too large a head, no valid framing): answered in the
+  // proxy's error shape, as every other refusal, instead of Node's bare status line.
+  server.on('clientError', (err: Error & { code?: string }, socket: Socket) => {
+    if (clientErrorNeedsNoAnswer(err, socket)) {
+      socket.destroy();
+      return;
+    }
+    const error = clientErrorAnswer(err.code);
+    const requestId = newRequestId(Date.now());
+    deps.logger?.info(
+      { request_id: requestId, code: err.code ?? 'unknown', status: error.status },
+      'client error',
+    );
+    writeClientError(socket, error.status, requestId, proxyErrorBody(error.code, error.message, requestId));
+  });
 
   let closing: Promise<void> | undefined;
   return {

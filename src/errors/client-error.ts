@@ -1,0 +1,60 @@
+import type { Socket } from 'node:net';
+import { TokenProxyError } from './tokenproxy-error.js';
+
+/**
+ * Requests Node's HTTP/1.1 parser refuses before any of our code runs (`clientError`): a head over
+ * the size limit, one that does not parse, one that does not arrive in time. Node's own answer is a
+ * bare status line; both listeners answer in their one error shape instead, with a request id.
+ */
+export function clientErrorAnswer(code: string | undefined): TokenProxyError {
+  if (code === 'HPE_HEADER_OVERFLOW') {
+    return new TokenProxyError(
+      'headers_too_large',
+      'The request headers are larger than the server accepts (16 KB). Send fewer or shorter headers.',
+    );
+  }
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    return new TokenProxyError('request_timeout', 'The request was not received in time. Send it again.');
+  }
+  return new TokenProxyError(
+    'malformed_request',
+    'The HTTP request is malformed (for example both Content-Length and Transfer-Encoding, or an invalid header). Send a well-formed HTTP/1.1 request.',
+  );
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  400: 'Bad Request',
+  408: 'Request Timeout',
+  431: 'Request Header Fields Too Large',
+};
+
+/**
+ * Nothing to answer: a client that reset the connection, a socket already gone, or one whose request
+ * is already being answered (a body that breaks its chunked framing after the head was accepted):
+ * another status line in the middle of that answer would corrupt it, so the connection is only
+ * closed. Node's own handler makes the same check, on the same field (`_httpMessage`, the response
+ * in flight on the socket; Node has no public name for it).
+ */
+export function clientErrorNeedsNoAnswer(err: { code?: string | undefined }, socket: Socket): boolean {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return true;
+  const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
+  return inFlight?.headersSent === true;
+}
+
+/**
+ * Writes the answer to a request that never became one, and closes the connection: after a parse
+ * error its framing is unknown, so nothing more can be read from it.
+ */
+export function writeClientError(socket: Socket, status: number, requestId: string, body: string): void {
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}\r\n` +
+        'content-type: application/json; charset=utf-8\r\n' +
+        `content-length: ${Buffer.byteLength(body)}\r\n` +
+        `x-request-id: ${requestId}\r\n` +
+        'connection: close\r\n\r\n' +
+        body,
+    );
+  }
+  socket.end();
+}

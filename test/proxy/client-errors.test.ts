@@ -1,0 +1,86 @@
+import { connect } from 'node:tls';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { databases } from '../support/databases.js';
+import { startProxyHarness, type ProxyHarness } from './harness.js';
+
+const sqlite = databases.find((d) => d.name === 'sqlite');
+if (sqlite === undefined) throw new Error('no sqlite fixture');
+
+/**
+ * HTTP/1.1 requests Node's parser refuses before the proxy's code runs are answered in the proxy's
+ * error shape, with a request id, and the connection closed: not Node's bare status line.
+ */
+describe('requests the HTTP/1.1 parser refuses, on the proxy listener', () => {
+  let h: ProxyHarness;
+  beforeAll(async () => {
+    h = await startProxyHarness(sqlite);
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  /** Sends raw bytes over TLS (HTTP/1.1 by ALPN); resolves with all that came back once closed. */
+  function raw(bytes: string): Promise<string> {
+    const port = Number(new URL(h.url).port);
+    return new Promise((resolve, reject) => {
+      const socket = connect({
+        host: '127.0.0.1',
+        port,
+        servername: 'localhost',
+        ca: h.ca,
+        ALPNProtocols: ['http/1.1'],
+      });
+      let text = '';
+      socket.on('data', (piece: Buffer) => (text += piece.toString('latin1')));
+      socket.once('close', () => resolve(text));
+      socket.once('error', reject);
+      socket.once('secureConnect', () => socket.write(bytes));
+      socket.setTimeout(10_000, () => socket.destroy(new Error('no answer within 10 s')));
+    });
+  }
+
+  it.each([
+    [
+      'Content-Length beside Transfer-Encoding',
+      'POST /openai/v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+      400,
+      'malformed_request',
+    ],
+    [
+      'a head over 16 KB',
+      `GET /openai/v1/models HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+      431,
+      'headers_too_large',
+    ],
+    ['a request line that is not one', 'HELLO THERE\r\n\r\n', 400, 'malformed_request'],
+  ])('%s: %i %s in the proxy error shape, connection closed', async (_name, request, status, code) => {
+    const lines = h.logLines.length;
+    const answer = await raw(request);
+    const [head = '', body = ''] = answer.split('\r\n\r\n');
+    expect(head.split('\r\n')[0]).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `));
+    expect(head.toLowerCase()).toContain('connection: close');
+    const json = JSON.parse(body) as {
+      type: string;
+      error: { type: string; code: string; message: string; request_id: string };
+    };
+    expect(json.type).toBe('error');
+    expect(json.error).toMatchObject({ type: 'tokenproxy_error', code });
+    expect(json.error.message.length).toBeGreaterThan(20);
+    expect(head.toLowerCase()).toContain(`x-request-id: ${json.error.request_id.toLowerCase()}`);
+    // One info line with the parser's code and the request id; never the request's bytes.
+    const logged = h.logLines.slice(lines).filter((line) => line.includes('"client error"'));
+    expect(logged).toHaveLength(1);
+    expect(logged[0]).toContain(json.error.request_id);
+    expect(logged[0]).not.toContain('aaaaaaaa');
+  });
+
+  it('a body that breaks its framing after the head was answered: the connection is closed, the answer left whole', async () => {
+    const answer = await raw(
+      'POST /openai/v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\n',
+    );
+    // One status line only: the proxy's refusal of the tokenless request, or the parser's 400, never both.
+    expect(answer.match(/HTTP\/1\.1 \d{3} /g)).toHaveLength(1);
+    const body = answer.split('\r\n\r\n')[1] ?? '';
+    expect((JSON.parse(body) as { error: { type: string } }).error.type).toBe('tokenproxy_error');
+  });
+});
