@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { planLimits, usagePeriod } from '../accounts/plans.js';
 import type { Config } from '../config/load.js';
@@ -93,6 +94,7 @@ async function createCommand(opts: Record<string, unknown>, hooks: AccountComman
   if (planError !== undefined) return usage(hooks, `--plan: ${planError}`);
   const { createAccount } = await import('../accounts/create-account.js');
   return withStore(config, hooks, true, async (store, cli) => {
+    const first = (await store.accounts.listAll()).length === 0;
     const { account, apiKey } = await store.transaction(async (tx) => {
       const created = await createAccount(tx, name, plan, new Date());
       await cli.record(tx, created.account.id, 'account.created', created.account.id);
@@ -103,6 +105,18 @@ async function createCommand(opts: Record<string, unknown>, hooks: AccountComman
     } else {
       hooks.stdout(`Created account "${account.name}" (${account.id}, plan ${account.plan}).`);
       hooks.stdout(`API key (shown only this once): ${apiKey}`);
+    }
+    // A mistyped --data-dir makes a store of its own, and its key works on no running server: say
+    // which store this was when it had no account before (a new one, or one no server has started on).
+    if (first) {
+      const where =
+        config.database === undefined
+          ? `SQLite in ${resolve(config.dataDir)}`
+          : 'the PostgreSQL database of --database';
+      hooks.stderr(
+        `tokenproxy: this is the first account of this store (${where}). Start tokenproxy serve with the same ` +
+          'data dir or database, or the key will not work there.',
+      );
     }
     return 0;
   });

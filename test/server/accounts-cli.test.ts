@@ -98,6 +98,8 @@ for (const fixture of databases) {
         plan: 'team',
         limits: { active_tokens: 50, requests_per_month: 2_000_000 },
       });
+      // The store already had the server's first account: no note about a new store.
+      expect(res.stderr).not.toContain('first account of this store');
       const bad = await cli(['create', '--name', 'x', '--plan', 'gold']);
       expect(bad.code).toBe(2);
       expect(bad.stderr).toContain('unknown plan "gold". Plans in force: free, unlimited, team, tiny');
@@ -273,6 +275,25 @@ describe('plans in the config file are checked at start', () => {
       const res = await runCli(['serve', '--config', path.join(work, 'config.json'), '--data-dir', work]);
       expect(res.code).toBe(2);
       expect(res.stderr).toMatch(message);
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('tokenproxy accounts create on a data dir no server has used', () => {
+  it("says it is the store's first account, and where that store is, so a mistyped --data-dir shows", async () => {
+    const work = await mkdtemp(path.join(os.tmpdir(), 'tokenproxy-accounts-new-'));
+    try {
+      const dataDir = path.join(work, 'typo');
+      const first = await runCli(['accounts', 'create', '--name', 'a', '--json', '--data-dir', dataDir]);
+      expect(first.code, first.stderr).toBe(0);
+      // stdout stays the JSON alone; the note goes to stderr.
+      expect(JSON.parse(first.stdout)).toHaveProperty('api_key');
+      expect(first.stderr).toContain(`first account of this store (SQLite in ${dataDir})`);
+      const second = await runCli(['accounts', 'create', '--name', 'b', '--data-dir', dataDir]);
+      expect(second.code, second.stderr).toBe(0);
+      expect(second.stderr).not.toContain('first account');
     } finally {
       await rm(work, { recursive: true, force: true });
     }
