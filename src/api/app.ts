@@ -12,6 +12,7 @@ import { registerIdempotency } from './idempotency.js';
 import { IdempotencyHeaders, errorResponses } from './openapi-errors.js';
 import { coerceLimit } from './pagination.js';
 import { unexpectedBody } from './unexpected-body.js';
+import { registerJsonBodies } from './json-body.js';
 import { clientErrorHandler, frameworkError, isClientAbort } from './listener-errors.js';
 import { dashboardRoutes } from './dashboard-assets.js';
 import { accountRoutes } from './routes/account.js';
@@ -81,20 +82,7 @@ export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promis
     : Fastify(serverOptions);
   // The type parameters differ between the HTTP and HTTPS instances; routes see neither.
   const app = base.withTypeProvider<TypeBoxTypeProvider>() as unknown as ApiServer;
-  // Bodies are JSON only. Fastify also parses text/plain by default, which turned a JSON object sent
-  // as text/plain into a string and a misleading "must be a JSON object" 400 instead of a 415.
-  app.removeContentTypeParser('text/plain');
-  // `curl -X DELETE -H 'Content-Type: application/json'` sends the header with no body: that is a
-  // request without a body, not invalid JSON. A non-empty body still goes through Fastify's parser.
-  const parseJson = app.getDefaultJsonParser('error', 'error');
-  app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    if (body === '') {
-      done(null, undefined);
-      return;
-    }
-    void parseJson(request, body.toString(), done);
-  });
+  registerJsonBodies(app);
 
   const routeMethods = new RouteMethods();
   app.addHook('onRoute', (route) => {

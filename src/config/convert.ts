@@ -42,7 +42,12 @@ export function convertSetting(kind: SettingKind, raw: unknown): Converted {
         if (s === 'true' || s === '1' || s === 'yes') return { ok: true, value: true };
         if (s === 'false' || s === '0' || s === 'no') return { ok: true, value: false };
       }
-      return { ok: false, accepted: 'true or false (also 1/0, yes/no)' };
+      // Text (a flag, the environment) may also say 1/0 or yes/no; a JSON file says true or false.
+      return {
+        ok: false,
+        accepted:
+          typeof raw === 'string' ? 'true or false (also 1/0, yes/no)' : 'true or false (a JSON boolean)',
+      };
     }
     case 'duration': {
       const accepted = 'a duration such as 500ms, 10s, 5m or 1h';

@@ -151,7 +151,13 @@ export function loadConfig(input: ConfigInput): Config {
     }
     const converted = convertSetting(spec.kind, raw);
     if (!converted.ok) {
-      const shown = 'secret' in spec && spec.secret ? '(value hidden)' : JSON.stringify(raw);
+      // JSON.stringify writes a number too large for JSON (1e309 reads as Infinity) as "null".
+      const shown =
+        'secret' in spec && spec.secret
+          ? '(value hidden)'
+          : typeof raw === 'number' && !Number.isFinite(raw)
+            ? `${String(raw)} (a number too large)`
+            : JSON.stringify(raw);
       throw new ConfigError(
         `Setting "${spec.name}" has an invalid value ${shown} (from ${where}); expected ${converted.accepted}.`,
       );

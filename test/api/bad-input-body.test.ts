@@ -18,6 +18,28 @@ for (const fixture of databases) {
         }
       });
 
+      it('refuses a body that is not UTF-8, instead of storing U+FFFD in its place', async () => {
+        const bytes = Buffer.concat([Buffer.from('{"name":"'), Buffer.from([0xe9]), Buffer.from('"}')]);
+        const res = await c.request('PATCH', '/v1/account', {
+          raw: bytes,
+          headers: { 'content-type': 'application/json' },
+        });
+        const error = expectError(res, 400, 'invalid_json');
+        expect(error.message).toContain('UTF-8');
+        expect(ok<{ name: string }>(await c.request('GET', '/v1/account')).name).not.toContain('\ufffd');
+      });
+
+      it('names a "__proto__" or constructor.prototype key as what is refused, not the JSON', async () => {
+        for (const raw of [
+          '{"__proto__":{"x":1},"name":"a"}',
+          '{"constructor":{"prototype":{"x":1}},"name":"a"}',
+        ]) {
+          const error = expectError(await postRaw(raw), 400, 'invalid_json');
+          expect(error.message).toContain('__proto__');
+          expect(error.message).not.toContain('not valid JSON');
+        }
+      });
+
       it('refuses an empty body', async () => {
         expectError(await postRaw(''), 400, 'invalid_json');
         // No body and no content type at all.

@@ -65,6 +65,14 @@ describe('convertSetting', () => {
     expect(result.ok).toBe(false);
     if (!result.ok) expect(result.accepted.length).toBeGreaterThan(5);
   });
+
+  it('says what a boolean accepts where it came from: a file value is told JSON, not 1/0', () => {
+    expect(convertSetting(bool, 1)).toEqual({ ok: false, accepted: 'true or false (a JSON boolean)' });
+    expect(convertSetting(bool, 'maybe')).toEqual({
+      ok: false,
+      accepted: 'true or false (also 1/0, yes/no)',
+    });
+  });
 });
 
 describe('loadConfig', () => {
@@ -156,6 +164,7 @@ describe('loadConfig', () => {
     ['not json', /not valid JSON: line 1, column 1: a value was expected/],
     // V8's own message would quote the text around the mistake: here, part of the PIN.
     ['{"pkcs11_pin": S3cr3tPIN}', /not valid JSON: line 1, column 16: [^S]*$/],
+    ['{"budget_default_reservation": 1e400}', /invalid value Infinity \(a number too large\)/],
     ['[1,2]', /must hold a JSON object/],
     [{ apiPort: 1 }, /unknown key "apiPort"/],
     [{ 'api-port': 1 }, /unknown key "api-port" \(did you mean "api_port"\?\)/],

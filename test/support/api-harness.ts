@@ -23,8 +23,8 @@ export interface ApiResponse {
 
 export interface RequestOptions {
   readonly body?: unknown;
-  /** Raw body text, sent as is (for malformed JSON tests). */
-  readonly raw?: string;
+  /** Raw body, sent as is (for malformed JSON tests; bytes for encodings that are not UTF-8). */
+  readonly raw?: string | Buffer;
   readonly apiKey?: string | null;
   readonly headers?: Record<string, string>;
 }
@@ -80,7 +80,7 @@ export async function startApiHarness(
     const headers: Record<string, string> = { ...opts.headers };
     const key = opts.apiKey === undefined ? own.apiKey : opts.apiKey;
     if (key !== null) headers.authorization = `Bearer ${key}`;
-    let payload: string | undefined;
+    let payload: string | Buffer | undefined;
     if (opts.raw !== undefined) payload = opts.raw;
     else if (opts.body !== undefined) payload = JSON.stringify(opts.body);
     if (payload !== undefined) headers['content-type'] ??= 'application/json';
