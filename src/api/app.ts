@@ -12,6 +12,7 @@ import { registerIdempotency } from './idempotency.js';
 import { IdempotencyHeaders, errorResponses } from './openapi-errors.js';
 import { coerceLimit } from './pagination.js';
 import { unexpectedBody } from './unexpected-body.js';
+import { repeatedQueryParameter } from './repeated-query.js';
 import { registerJsonBodies } from './json-body.js';
 import { clientErrorHandler, frameworkError, isClientAbort } from './listener-errors.js';
 import { dashboardRoutes } from './dashboard-assets.js';
@@ -194,9 +195,10 @@ export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promis
       api.addHook('preValidation', (request, _reply, done) => {
         coerceLimit(request.query);
         const refused =
-          request.routeOptions.schema?.body === undefined
+          repeatedQueryParameter(request.query) ??
+          (request.routeOptions.schema?.body === undefined
             ? unexpectedBody(request.method, request.routeOptions.url ?? request.url, request.body)
-            : undefined;
+            : undefined);
         done(refused);
       });
       api.addHook('onRequest', async (request) => {

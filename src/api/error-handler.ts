@@ -146,10 +146,19 @@ function fromValidation(errors: AjvError[], context: string | undefined): TokenP
   if (name === '') {
     return new TokenProxyError('invalid_json', 'The request body must be a JSON object.');
   }
+  const means = e.keyword === 'pattern' ? PATTERN_MEANS[name] : undefined;
+  if (means !== undefined) {
+    return new TokenProxyError('invalid_parameter', `Invalid ${where} "${name}": ${means}.`, { param: name });
+  }
   return new TokenProxyError('invalid_parameter', `Invalid ${where} "${name}": ${describe(e)}.`, {
     param: name,
   });
 }
+
+/** What a value checked by a schema pattern must look like, for the parameters that have one. */
+const PATTERN_MEANS: Readonly<Record<string, string>> = {
+  status: 'expected an HTTP status from 100 to 599 (such as 429) or a class from 1xx to 5xx (such as 4xx)',
+};
 
 function asArray(value: unknown): unknown[] {
   return Array.isArray(value) ? (value as unknown[]) : [];

@@ -62,13 +62,15 @@ export function listBody<R, V>(
 }
 
 /**
- * `?limit=` arrives as text; digits become the number the schema (and the OpenAPI document) says it
- * is. Anything else stays text and fails validation as "expected integer". Runs as a preValidation
- * hook: types are deliberately not coerced anywhere else ("5" is not 5 in a body).
+ * `?limit=` arrives as text; a whole number, signed or of any length, becomes the number the schema
+ * (and the OpenAPI document) says it is, so `-1` and `99999999999999999999` are told the range
+ * (1 to 100) rather than "expected integer". Anything else stays text and fails validation as
+ * "expected integer". Runs as a preValidation hook: types are deliberately not coerced anywhere
+ * else ("5" is not 5 in a body).
  */
 export function coerceLimit(query: unknown): void {
   const q = query as Record<string, unknown> | null;
-  if (q !== null && typeof q === 'object' && typeof q.limit === 'string' && /^\d{1,9}$/.test(q.limit)) {
+  if (q !== null && typeof q === 'object' && typeof q.limit === 'string' && /^-?\d+$/.test(q.limit)) {
     q.limit = Number(q.limit);
   }
 }

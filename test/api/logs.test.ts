@@ -220,6 +220,35 @@ for (const fixture of databases) {
         expectError(await c.request('GET', '/v1/logs?token_id=nope'), 400, 'invalid_parameter', 'token_id');
         expectError(await c.request('GET', '/v1/logs?limit=0'), 400, 'invalid_parameter', 'limit');
         expectError(await c.request('GET', '/v1/logs?limit=101'), 400, 'invalid_parameter', 'limit');
+        // Out of range by sign or size: told the range, not "expected integer".
+        for (const limit of ['-1', '99999999999999999999']) {
+          const error = expectError(
+            await c.request('GET', `/v1/logs?limit=${limit}`),
+            400,
+            'invalid_parameter',
+            'limit',
+          );
+          expect(error.message).toMatch(/must be at (least 1|most 100)/);
+        }
+        for (const status of ['999', '6xx', '20', '2XX']) {
+          const error = expectError(
+            await c.request('GET', `/v1/logs?status=${status}`),
+            400,
+            'invalid_parameter',
+            'status',
+          );
+          expect(error.message).toContain('from 100 to 599');
+        }
+        for (const twice of ['limit=1&limit=2', 'status=4xx&status=5xx']) {
+          const param = twice.split('=')[0] ?? '';
+          const error = expectError(
+            await c.request('GET', `/v1/logs?${twice}`),
+            400,
+            'invalid_parameter',
+            param,
+          );
+          expect(error.message).toContain('is given 2 times');
+        }
         expectError(await c.request('GET', '/v1/logs?cursor=abc'), 400, 'invalid_cursor', 'cursor');
         const secret = await c.request('GET', `/v1/logs?token_id=${a.sanitized_key}`);
         const error = expectError(secret, 400, 'invalid_parameter', 'token_id');

@@ -15,10 +15,18 @@ function invalid(param: string, message: string): TokenProxyError {
   });
 }
 
+/** The date part names a day the month has: Date.parse rolls "2026-02-30" over to March 2. */
+function realDay(value: string): boolean {
+  const year = Number(value.slice(0, 4));
+  const month = Number(value.slice(5, 7));
+  const day = Number(value.slice(8, 10));
+  return month >= 1 && month <= 12 && day >= 1 && day <= new Date(Date.UTC(year, month, 0)).getUTCDate();
+}
+
 /** An ISO 8601 instant with a zone (`2026-05-01T00:00:00Z`), as the store's text form (UTC, ms). */
 export function timestampParam(param: string, value: string | undefined): string | undefined {
   if (value === undefined) return undefined;
-  const ms = ISO_TIMESTAMP.test(value) ? Date.parse(value) : Number.NaN;
+  const ms = ISO_TIMESTAMP.test(value) && realDay(value) ? Date.parse(value) : Number.NaN;
   if (Number.isNaN(ms)) {
     throw invalid(
       param,
