@@ -19,5 +19,8 @@ export function decodeCursor(cursor: string): PageAfter | undefined {
   const createdAt = text.slice(0, sep);
   const id = text.slice(sep + 1);
   if (!ISO_MS.test(createdAt) || !ID.test(id)) return undefined;
+  // An instant this API could have written: "9999-99-99T…" has the shape and no such day.
+  const ms = Date.parse(createdAt);
+  if (Number.isNaN(ms) || new Date(ms).toISOString() !== createdAt) return undefined;
   return { createdAt, id };
 }

@@ -138,6 +138,11 @@ for (const fixture of databases) {
         ['base64 of text', Buffer.from('hello world').toString('base64url')],
         ['base64 with a bad date', Buffer.from('2026-13-45|abc').toString('base64url')],
         ['base64 of a bad id', Buffer.from('2026-01-01T00:00:00.000Z|a b').toString('base64url')],
+        [
+          'an instant of the right shape that does not exist',
+          Buffer.from('9999-99-99T00:00:00.000Z|x').toString('base64url'),
+        ],
+        ['a day February lacks', Buffer.from('2026-02-30T00:00:00.000Z|x').toString('base64url')],
         ['very long', 'A'.repeat(5000)],
       ])('refuses a bad cursor (%s) with 400 invalid_cursor', async (_label, cursor) => {
         const res = await c.request('GET', `/v1/tokens?cursor=${encodeURIComponent(cursor)}`);
