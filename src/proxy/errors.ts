@@ -49,6 +49,18 @@ export const NO_ORIGIN_MESSAGE =
   'This token may not be used from this origin: the request has no Origin or Referer header. ' +
   'Browsers send one; a server-side caller must send an Origin header with an allowed origin.';
 
+/** `route_not_found`: which prefix was not a provider, and the ones that are (a rare path). */
+export function routeNotFoundMessage(prefix: string | undefined, providers: readonly string[]): string {
+  const asked =
+    prefix === undefined || prefix === ''
+      ? 'The path names no provider.'
+      : `No provider ${JSON.stringify(prefix.length > 40 ? `${prefix.slice(0, 40)}…` : prefix)}.`;
+  return (
+    `${asked} Use https://<proxy>/<provider>/<provider path>, e.g. /openai/v1/chat/completions; ` +
+    `providers here: ${providers.join(', ')}.`
+  );
+}
+
 /** A sentence for a rarer refusal that names its particulars; built only on that path. */
 export function providerMismatchMessage(tokenProvider: string, pathProvider: string): string {
   return (

@@ -3,6 +3,7 @@ import { isSanitizedToken, secretDigest } from '../ids/formats.js';
 import { compileIpMatcher, type IpMatcher } from '../rules/ip-match.js';
 import { isPreflight, writePreflight } from './cors.js';
 import type { ProxyDeps } from './deps.js';
+import { routeNotFoundMessage } from './errors.js';
 import { Exchange } from './exchange.js';
 import type { ProxyRequest, ProxyResponse } from './exchange-io.js';
 import { tokenFrom } from './headers.js';
@@ -59,7 +60,7 @@ export class ProxyHandler {
     }
     if (upstream === undefined || target === undefined) {
       ex.watch();
-      ex.refuse('route_not_found');
+      ex.refuse('route_not_found', null, routeNotFoundMessage(target?.providerId, this.upstreams.ids()));
       return;
     }
     if (isPreflight(req)) {

@@ -62,6 +62,11 @@ export class Upstreams {
     return this.#byId.get(id);
   }
 
+  /** The provider ids, in the order they were configured (for a refusal that lists them). */
+  ids(): string[] {
+    return [...this.#byId.keys()];
+  }
+
   /** Waits for in-flight upstream requests; after `graceMs`, aborts whatever is left. */
   async close(graceMs: number): Promise<void> {
     const pools = [...this.#pools.values()];

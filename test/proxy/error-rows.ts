@@ -103,6 +103,10 @@ export function describeErrorRows(protocol: Protocol): void {
           for (const path of ['/nope/v1/models', '/', '/?x=1', '//evil.example/x']) {
             const res = await h.send(path, { headers: bearer(token) });
             await expectProxyError(res, 404, 'route_not_found', { authorized: false, tokenId: null });
+            // It says what was asked for, and what there is.
+            const message = (res.json as { error: { message: string } }).error.message;
+            expect(message).toMatch(/providers here: .*\bopenai\b/);
+            if (path === '/nope/v1/models') expect(message).toContain('No provider "nope".');
           }
         });
 
