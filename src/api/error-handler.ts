@@ -53,9 +53,13 @@ export function toTokenProxyError(err: unknown): TokenProxyError {
             param: 'key_id',
           },
         )
-      : new TokenProxyError('provider_mismatch', 'The key belongs to another provider than the one given.', {
-          param: 'provider',
-        });
+      : new TokenProxyError(
+          'provider_mismatch',
+          'The key of key_id belongs to another provider than "provider" names. Leave "provider" out (a token takes its key\'s provider; GET /v1/keys/:id shows it) or give a key of that provider.',
+          {
+            param: 'provider',
+          },
+        );
   }
   const fe = err as Partial<FastifyError> & { validation?: AjvError[]; validationContext?: string };
   if (fe.validation && fe.validation.length > 0) return fromValidation(fe.validation, fe.validationContext);

@@ -11,8 +11,10 @@ export const PROXY_ERROR_MESSAGES = {
     'Send the provider path as the provider documents it.',
   missing_token: 'No token: send your sanitized token as "Authorization: Bearer svc_hb_…".',
   invalid_token: 'The token is not a valid sanitized token (svc_hb_…) of this service.',
-  token_revoked: 'This token has been revoked.',
-  token_expired: 'This token has expired.',
+  token_revoked:
+    'This token has been revoked, which cannot be undone. Ship a new token (dashboard, or POST /v1/tokens).',
+  token_expired:
+    'This token has expired (its expires_at has passed). Ship a new token (dashboard, or POST /v1/tokens).',
   provider_mismatch: 'This token belongs to another provider than the one named in the path.',
   origin_not_allowed: 'This token may not be used from this origin.',
   ip_not_allowed: 'This token may not be used from this IP address.',
