@@ -1,6 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ServerHttp2Stream } from 'node:http2';
 import { Readable } from 'node:stream';
+import { newRequestId } from '../ids/formats.js';
+import { proxyErrorBody } from './errors.js';
 
 /**
  * HTTP/2 requests served on their streams (node:http2's core API), not through Node's compatibility
@@ -224,8 +226,26 @@ export function serveStream(
 ): void {
   stream.on('error', ignore);
   const opening = streamOpening(headers);
-  if (opening === 'method_not_allowed' || opening === 'expectation_failed') {
-    stream.respond({ ':status': opening === 'method_not_allowed' ? 405 : 417 }, { endStream: true });
+  if (opening === 'method_not_allowed') {
+    // In the proxy's error shape, as every refusal; not a request, so not in the request log.
+    const requestId = newRequestId(Date.now());
+    const body = proxyErrorBody(
+      'method_not_allowed',
+      'CONNECT is not proxied: send provider requests to https://<proxy>/<provider>/<provider path>.',
+      requestId,
+    );
+    stream.respond({
+      ':status': 405,
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(body),
+      'x-request-id': requestId,
+    });
+    stream.end(body);
+    return;
+  }
+  if (opening === 'expectation_failed') {
+    // A bare 417, as node:http answers an unknown Expect over HTTP/1.1.
+    stream.respond({ ':status': 417 }, { endStream: true });
     return;
   }
   if (opening === 'continue') stream.additionalHeaders({ ':status': 100 });

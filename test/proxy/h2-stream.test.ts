@@ -55,13 +55,23 @@ describe('h2 streams: CONNECT and Expect answered as node:http answers them', ()
     await h?.close();
   });
 
-  it('CONNECT is answered 405 and reaches no provider', async () => {
+  it('CONNECT is answered 405 in the proxy error shape and reaches no provider', async () => {
     h.mock.reset();
     const session = await h2Connect(h.url, h.ca);
     try {
       const answer = await h2Request(session, { ':method': 'CONNECT', ':authority': 'api.openai.com:443' });
       expect(answer.status).toBe(405);
       expect(h.mock.received).toHaveLength(0);
+      // In the proxy's error shape, with the request id it names.
+      const body = JSON.parse(answer.text) as {
+        type: string;
+        error: { type: string; code: string; request_id: string };
+      };
+      expect(body).toMatchObject({
+        type: 'error',
+        error: { type: 'tokenproxy_error', code: 'method_not_allowed' },
+      });
+      expect(answer.headers['x-request-id']).toBe(body.error.request_id);
     } finally {
       await h2Close(session);
     }
