@@ -1,6 +1,6 @@
-import { connect } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databases } from '../support/databases.js';
+import { h1Connect } from './h1-socket.js';
 import { startProxyHarness, type ProxyHarness } from './harness.js';
 
 const sqlite = databases.find((d) => d.name === 'sqlite');
@@ -20,22 +20,15 @@ describe('requests the HTTP/1.1 parser refuses, on the proxy listener', () => {
   });
 
   /** Sends raw bytes over TLS (HTTP/1.1 by ALPN); resolves with all that came back once closed. */
-  function raw(bytes: string): Promise<string> {
-    const port = Number(new URL(h.url).port);
+  async function raw(bytes: string): Promise<string> {
+    const socket = await h1Connect(h.url, h.ca);
     return new Promise((resolve, reject) => {
-      const socket = connect({
-        host: '127.0.0.1',
-        port,
-        servername: 'localhost',
-        ca: h.ca,
-        ALPNProtocols: ['http/1.1'],
-      });
       let text = '';
       socket.on('data', (piece: Buffer) => (text += piece.toString('latin1')));
       socket.once('close', () => resolve(text));
       socket.once('error', reject);
-      socket.once('secureConnect', () => socket.write(bytes));
       socket.setTimeout(10_000, () => socket.destroy(new Error('no answer within 10 s')));
+      socket.write(bytes);
     });
   }
 

@@ -1,7 +1,7 @@
-import { connect } from 'node:tls';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databases } from '../support/databases.js';
+import { h1Connect } from './h1-socket.js';
 import { h2Close, h2Connect, h2Request } from './h2-client.js';
 import { bearer, startProxyHarness, type ProxyHarness } from './harness.js';
 
@@ -32,18 +32,7 @@ describe('the proxy listener idle timeout', () => {
   });
 
   it('an HTTP/1.1 connection left quiet after its answer does not take the listener down', async () => {
-    const port = Number(new URL(h.url).port);
-    const socket = connect({
-      host: '127.0.0.1',
-      port,
-      servername: 'localhost',
-      ca: h.ca,
-      ALPNProtocols: ['http/1.1'],
-    });
-    await new Promise<void>((resolve, reject) => {
-      socket.once('secureConnect', resolve);
-      socket.once('error', reject);
-    });
+    const socket = await h1Connect(h.url, h.ca);
     let answer = '';
     socket.on('data', (piece: Buffer) => (answer += piece.toString()));
     socket.on('error', () => undefined);
