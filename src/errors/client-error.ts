@@ -1,4 +1,5 @@
 import type { Socket } from 'node:net';
+import { responseStarted } from '../server/http1-socket.js';
 import { TokenProxyError } from './tokenproxy-error.js';
 
 /**
@@ -32,29 +33,38 @@ const STATUS_TEXT: Record<number, string> = {
  * Nothing to answer: a client that reset the connection, a socket already gone, or one whose request
  * is already being answered (a body that breaks its chunked framing after the head was accepted):
  * another status line in the middle of that answer would corrupt it, so the connection is only
- * closed. Node's own handler makes the same check, on the same field (`_httpMessage`, the response
- * in flight on the socket; Node has no public name for it).
+ * closed.
  */
 export function clientErrorNeedsNoAnswer(err: { code?: string | undefined }, socket: Socket): boolean {
-  if (err.code === 'ECONNRESET' || socket.destroyed) return true;
-  const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
-  return inFlight?.headersSent === true;
+  return err.code === 'ECONNRESET' || socket.destroyed || responseStarted(socket);
 }
 
 /**
  * Writes the answer to a request that never became one, and closes the connection: after a parse
- * error its framing is unknown, so nothing more can be read from it.
+ * error its framing is unknown, so nothing more can be read from it. Destroyed once the answer is
+ * out, not only ended: the parser repeats its error on every later chunk, and a timed-out one stays
+ * on the server's list of connections to check, so a half-closed socket would log again and again.
+ * `headers`: `name: value` lines besides the content's and `x-request-id`.
  */
-export function writeClientError(socket: Socket, status: number, requestId: string, body: string): void {
-  if (socket.writable) {
-    socket.write(
-      `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}\r\n` +
-        'content-type: application/json; charset=utf-8\r\n' +
-        `content-length: ${Buffer.byteLength(body)}\r\n` +
-        `x-request-id: ${requestId}\r\n` +
-        'connection: close\r\n\r\n' +
-        body,
-    );
+export function writeClientError(
+  socket: Socket,
+  status: number,
+  requestId: string,
+  body: string,
+  headers: readonly string[] = [],
+): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
   }
-  socket.end();
+  socket.write(
+    `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}\r\n` +
+      'content-type: application/json; charset=utf-8\r\n' +
+      `content-length: ${Buffer.byteLength(body)}\r\n` +
+      `x-request-id: ${requestId}\r\n` +
+      headers.map((line) => `${line}\r\n`).join('') +
+      'connection: close\r\n\r\n' +
+      body,
+  );
+  socket.destroySoon();
 }

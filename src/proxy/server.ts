@@ -1,5 +1,6 @@
 import {
   createServer as createHttpServer,
+  type Server as HttpServer,
   type IncomingMessage,
   type ServerOptions,
   type ServerResponse,
@@ -16,6 +17,7 @@ import type { AddressInfo, Server, Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
 import { clientErrorAnswer, clientErrorNeedsNoAnswer, writeClientError } from '../errors/client-error.js';
 import { newRequestId } from '../ids/formats.js';
+import { responseInFlight } from '../server/http1-socket.js';
 import type { ProxyDeps } from './deps.js';
 import { proxyErrorBody } from './errors.js';
 import { serveStream, type H2Peer } from './h2-stream.js';
@@ -154,12 +156,24 @@ export function createProxyServer(deps: ProxyDeps, options: ProxyServerOptions =
       );
     });
     // An idle session is asked to go away; its open streams (a long completion) still finish.
-    h2.setTimeout(options.idleTimeoutMs ?? IDLE_TIMEOUT_MS);
+    const idleMs = options.idleTimeoutMs ?? IDLE_TIMEOUT_MS;
+    h2.setTimeout(idleMs);
+    // With allowHTTP1, Node runs HTTP/1.1 sockets with the instance's own timeouts, which Node 22
+    // does not take from the options (headers 60 s, request 300 s, no keep-alive limit at all).
+    // Node's http2 types do not list them; its HTTP/1.1 code reads them off the server instance.
+    const http1 = h2 as Http2SecureServer &
+      Pick<HttpServer, 'headersTimeout' | 'requestTimeout' | 'keepAliveTimeout'>;
+    http1.headersTimeout = HTTP_OPTIONS.headersTimeout ?? 20_000;
+    http1.requestTimeout = HTTP_OPTIONS.requestTimeout ?? 600_000;
+    http1.keepAliveTimeout = idleMs;
     h2.on('timeout', (peer: ServerHttp2Session | TLSSocket) => {
-      // With allowHTTP1, Node reports HTTP/1.1 sockets here too, and a listener means "handled": such
-      // a socket is left alone. It may be waiting for a long completion (the upstream timeouts end
-      // that), and an idle one is closed by keepAliveTimeout, a silent one by headersTimeout.
-      if (peer instanceof TLSSocket) return;
+      // Node reports HTTP/1.1 sockets here too (the keep-alive limit and this idle time), and a
+      // listener means it leaves them to us: one idle between requests is closed; one whose answer
+      // is still coming (a long completion) is left to the upstream timeouts.
+      if (peer instanceof TLSSocket) {
+        if (!responseInFlight(peer)) peer.destroy();
+        return;
+      }
       peer.close();
     });
     // A peer that breaks the protocol is destroyed by Node; nothing of ours to report.
@@ -190,7 +204,11 @@ export function createProxyServer(deps: ProxyDeps, options: ProxyServerOptions =
       { request_id: requestId, code: err.code ?? 'unknown', status: error.status },
       'client error',
     );
-    writeClientError(socket, error.status, requestId, proxyErrorBody(error.code, error.message, requestId));
+    writeClientError(socket, error.status, requestId, proxyErrorBody(error.code, error.message, requestId), [
+      `request-id: ${requestId}`,
+      `x-tokenproxy-request-id: ${requestId}`,
+      'cache-control: no-store',
+    ]);
   });
 
   let closing: Promise<void> | undefined;

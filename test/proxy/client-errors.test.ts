@@ -59,7 +59,11 @@ describe('requests the HTTP/1.1 parser refuses, on the proxy listener', () => {
     expect(json.type).toBe('error');
     expect(json.error).toMatchObject({ type: 'tokenproxy_error', code });
     expect(json.error.message.length).toBeGreaterThan(20);
-    expect(head.toLowerCase()).toContain(`x-request-id: ${json.error.request_id.toLowerCase()}`);
+    // The request-id headers every proxy error carries, for the SDKs that expose one or the other.
+    for (const name of ['x-request-id', 'request-id', 'x-tokenproxy-request-id']) {
+      expect(head.toLowerCase()).toContain(`\r\n${name}: ${json.error.request_id.toLowerCase()}`);
+    }
+    expect(head.toLowerCase()).toContain('cache-control: no-store');
     // One info line with the parser's code and the request id; never the request's bytes.
     const logged = h.logLines.slice(lines).filter((line) => line.includes('"client error"'));
     expect(logged).toHaveLength(1);
