@@ -126,8 +126,12 @@ export async function openPkcs11Kek(options: Pkcs11Options): Promise<Pkcs11Kek> 
         });
       }, timeoutMs);
       pending.set(id, { resolve, timer });
+      // Both moved in buffers of their own: posting a view copies its whole ArrayBuffer, and the
+      // AAD's is a slice of Node's shared pool, which holds other requests' key material.
       const data = input === undefined ? undefined : movable(input);
-      worker.postMessage({ id, op, kek, data, aad } satisfies ToHsm, data === undefined ? [] : [data.buffer]);
+      const ownAad = aad === undefined ? undefined : movable(aad);
+      const moved = [data, ownAad].flatMap((bytes) => (bytes === undefined ? [] : [bytes.buffer]));
+      worker.postMessage({ id, op, kek, data, aad: ownAad } satisfies ToHsm, moved);
     });
     // The answer's bytes were moved here, not copied: the caller zeroes a data key in place.
     if (message.ok) return message.value === null ? null : asBuffer(message.value);

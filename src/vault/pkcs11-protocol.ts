@@ -35,7 +35,7 @@ export interface ToHsm {
   readonly kek?: string;
   /** wrap: the DEK; unwrap: nonce || ciphertext || tag; derive: the KDF input. */
   readonly data?: Uint8Array<ArrayBuffer>;
-  readonly aad?: Uint8Array;
+  readonly aad?: Uint8Array<ArrayBuffer>;
 }
 
 /**

@@ -41,7 +41,7 @@ function reopen(): Buffer {
 function run(s: Buffer, message: ToHsm): Buffer | null {
   // A view, not a copy: the message's own bytes (a data key, for a wrap) are zeroed once answered.
   const input = asBuffer(message.data ?? new Uint8Array(0));
-  const aad = Buffer.from(message.aad ?? new Uint8Array(0));
+  const aad = asBuffer(message.aad ?? new Uint8Array(0));
   const kekId = message.kek ?? keys.primaryId();
   switch (message.op) {
     case 'load':

@@ -38,10 +38,12 @@ it('the data key sent to the HSM thread and the one it answers leave no copy in 
   // Spies that call through: they only record what crossed between the threads.
   const posted = vi.spyOn(Worker.prototype, 'postMessage');
   const emitted = vi.spyOn(Worker.prototype, 'emit');
+  // The data and the AAD of each message: a view posted without transfer would carry its whole
+  // ArrayBuffer along (for a pooled AAD, Node's shared pool with other requests' key material).
   const sent = (): Uint8Array[] =>
     posted.mock.calls.flatMap(([message]) => {
-      const data = (message as { data?: unknown }).data;
-      return data instanceof Uint8Array ? [data] : [];
+      const { data, aad } = message as { data?: unknown; aad?: unknown };
+      return [data, aad].filter((bytes): bytes is Uint8Array => bytes instanceof Uint8Array);
     });
   const received = (): Uint8Array[] =>
     emitted.mock.calls.flatMap(([event, message]) => {
