@@ -34,7 +34,8 @@ export function answerEncoding(header: string | string[] | undefined): AnswerEnc
     .filter((coding) => coding !== '' && coding !== 'identity');
   if (codings.length === 0) return IDENTITY;
   const only = codings.length === 1 ? codings[0] : undefined;
-  const decoded = only === undefined ? undefined : DECODED[only];
+  // Own keys only: "constructor" or "__proto__" must not find the object's prototype.
+  const decoded = only === undefined || !Object.hasOwn(DECODED, only) ? undefined : DECODED[only];
   if (decoded === undefined) {
     return { kind: 'opaque', name: codings.join(', ') };
   }

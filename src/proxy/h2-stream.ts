@@ -238,7 +238,10 @@ export function serveStream(
       ':status': 405,
       'content-type': 'application/json',
       'content-length': Buffer.byteLength(body),
+      'cache-control': 'no-store',
       'x-request-id': requestId,
+      'request-id': requestId,
+      'x-tokenproxy-request-id': requestId,
     });
     stream.end(body);
     return;

@@ -173,6 +173,9 @@ export class Relay implements Dispatcher.DispatchHandler {
   }
 
   onResponseEnd(): void {
+    // Done with undici's side: a decoder still draining must not pause or resume it any more (its
+    // connection may already carry the next request).
+    this.#controller = null;
     if (this.#decoder !== null) this.#decoder.end();
     else this.#complete();
   }
@@ -226,6 +229,12 @@ export class Relay implements Dispatcher.DispatchHandler {
 
   #failed(err: Error): void {
     if (this.done) return;
+    // What the redactor holds back is part of what was received: the scanner reads it too, while
+    // the key's forms are still there to redact it (a client that left has had them wiped).
+    if (this.#patterns !== null) {
+      const tail = this.#redactor.flush();
+      if (tail.length > 0) this.scanner?.write(tail);
+    }
     this.#finished();
     const ex = this.#ex;
     const res = ex.res;

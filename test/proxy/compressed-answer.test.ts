@@ -27,6 +27,10 @@ describe('answerEncoding', () => {
     [['gzip', 'gzip'], { kind: 'opaque', name: 'gzip, gzip' }],
     ['compress', { kind: 'opaque', name: 'compress' }],
     ['x-custom', { kind: 'opaque', name: 'x-custom' }],
+    // Names of the lookup object's prototype are not encodings either.
+    ['constructor', { kind: 'opaque', name: 'constructor' }],
+    ['__proto__', { kind: 'opaque', name: '__proto__' }],
+    ['toString', { kind: 'opaque', name: 'tostring' }],
   ])('%j is %j', (header, expected) => {
     expect(answerEncoding(header)).toEqual(expected);
   });

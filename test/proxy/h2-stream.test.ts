@@ -71,7 +71,9 @@ describe('h2 streams: CONNECT and Expect answered as node:http answers them', ()
         type: 'error',
         error: { type: 'tokenproxy_error', code: 'method_not_allowed' },
       });
-      expect(answer.headers['x-request-id']).toBe(body.error.request_id);
+      for (const name of ['x-request-id', 'request-id', 'x-tokenproxy-request-id']) {
+        expect(answer.headers[name]).toBe(body.error.request_id);
+      }
     } finally {
       await h2Close(session);
     }
