@@ -6,7 +6,7 @@ type Checked = Pick<Config, 'sources' | 'database' | 'redis' | 'smtpUrl'>;
 /**
  * The secret settings given as command-line flags, where the process list (`ps`, /proc) shows them
  * to every user of the machine, for as long as the server runs. A URL counts only when it holds a
- * password: `--redis redis://cache:6379` gives nothing away.
+ * password (in its user part, or as `?password=`): `--redis redis://cache:6379` gives nothing away.
  */
 export function secretsOnCommandLine(config: Checked): SettingName[] {
   const found: SettingName[] = [];
@@ -24,7 +24,9 @@ export function secretsOnCommandLine(config: Checked): SettingName[] {
 
 function holdsPassword(url: string): boolean {
   try {
-    return new URL(url).password !== '';
+    const parsed = new URL(url);
+    // PostgreSQL also takes the password as a query parameter.
+    return parsed.password !== '' || parsed.searchParams.has('password');
   } catch {
     return false;
   }

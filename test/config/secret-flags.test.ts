@@ -29,6 +29,11 @@ describe('secretsOnCommandLine', () => {
       ['database'],
     ],
     ['a database URL without one', { flags: { database: 'postgres://tp@db/tokenproxy' }, env: {} }, []],
+    [
+      'a database URL with the password as a query parameter',
+      { flags: { database: 'postgres://tp@db/tokenproxy?password=pw' }, env: {} },
+      ['database'],
+    ],
     ['a Redis URL with a password', { flags: { redis: 'redis://:pw@cache:6379' }, env: {} }, ['redis']],
     ['a Redis URL without one', { flags: { redis: 'redis://cache:6379' }, env: {} }, []],
     [
