@@ -28,7 +28,10 @@ export interface ProxyServerOptions {
   readonly tls?: { readonly key: string; readonly cert: string } | undefined;
   /** Offer HTTP/2 by ALPN beside HTTP/1.1 on the TLS listener (default true; false: HTTP/1.1 only). */
   readonly http2?: boolean | undefined;
-  /** How long an HTTP/2 session may be idle before it is asked to go away (default 65 s; tests). */
+  /**
+   * How long a connection may be idle (default 65 s; shorter in tests): an HTTP/2 session is then
+   * asked to go away, an HTTP/1.1 one with no answer in flight is closed.
+   */
   readonly idleTimeoutMs?: number | undefined;
 }
 
