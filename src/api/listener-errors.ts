@@ -1,9 +1,8 @@
 import type { Socket } from 'node:net';
 import type { FastifyBaseLogger, FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { TokenProxyError } from '../errors/tokenproxy-error.js';
-import { newRequestId } from '../ids/formats.js';
 import { sendError } from './error-handler.js';
-import { clientErrorAnswer, clientErrorNeedsNoAnswer, writeClientError } from '../errors/client-error.js';
+import { answerClientErrors } from '../errors/client-error.js';
 
 /**
  * Errors Fastify raises before a route runs (`frameworkErrors`): a percent-encoding that does not
@@ -36,25 +35,15 @@ export function frameworkTokenProxyError(err: { code?: string | undefined }): To
   }
 }
 
-/**
- * The server's `clientError` handler: the request never reached Fastify, so the answer is written
- * to the socket here, in the API's error shape, and the connection closed (its framing is unknown).
- * Logged at info with the parser's code only: the error's `rawPacket` holds request bytes.
- */
-export function clientErrorHandler(log: FastifyBaseLogger) {
-  return (err: Error & { code?: string }, socket: Socket): void => {
-    if (clientErrorNeedsNoAnswer(err, socket)) {
-      socket.destroy();
-      return;
-    }
-    const error = clientErrorAnswer(err.code);
-    const requestId = newRequestId(Date.now());
-    log.info({ request_id: requestId, code: err.code ?? 'unknown', status: error.status }, 'client error');
-    const body = JSON.stringify({
+/** The management listener's `clientError` handler: the API's error shape. */
+export function clientErrorHandler(
+  log: FastifyBaseLogger,
+): (err: Error & { code?: string }, socket: Socket) => void {
+  return answerClientErrors(log, (error, requestId) => ({
+    body: JSON.stringify({
       error: { type: error.type, code: error.code, message: error.message, request_id: requestId },
-    });
-    writeClientError(socket, error.status, requestId, body);
-  };
+    }),
+  }));
 }
 
 /**

@@ -1,4 +1,6 @@
+import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
+import { newRequestId } from '../ids/formats.js';
 import { responseStarted } from '../server/http1-socket.js';
 import { TokenProxyError } from './tokenproxy-error.js';
 
@@ -23,19 +25,13 @@ export function clientErrorAnswer(code: string | undefined): TokenProxyError {
   );
 }
 
-const STATUS_TEXT: Record<number, string> = {
-  400: 'Bad Request',
-  408: 'Request Timeout',
-  431: 'Request Header Fields Too Large',
-};
-
 /**
  * Nothing to answer: a client that reset the connection, a socket already gone, or one whose request
  * is already being answered (a body that breaks its chunked framing after the head was accepted):
  * another status line in the middle of that answer would corrupt it, so the connection is only
  * closed.
  */
-export function clientErrorNeedsNoAnswer(err: { code?: string | undefined }, socket: Socket): boolean {
+function needsNoAnswer(err: { code?: string | undefined }, socket: Socket): boolean {
   return err.code === 'ECONNRESET' || socket.destroyed || responseStarted(socket);
 }
 
@@ -46,7 +42,7 @@ export function clientErrorNeedsNoAnswer(err: { code?: string | undefined }, soc
  * on the server's list of connections to check, so a half-closed socket would log again and again.
  * `headers`: `name: value` lines besides the content's and `x-request-id`.
  */
-export function writeClientError(
+function writeClientError(
   socket: Socket,
   status: number,
   requestId: string,
@@ -58,7 +54,7 @@ export function writeClientError(
     return;
   }
   socket.write(
-    `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}\r\n` +
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\n` +
       'content-type: application/json; charset=utf-8\r\n' +
       `content-length: ${Buffer.byteLength(body)}\r\n` +
       `x-request-id: ${requestId}\r\n` +
@@ -67,4 +63,33 @@ export function writeClientError(
       body,
   );
   socket.destroySoon();
+}
+
+export interface ClientErrorLog {
+  info(fields: object, message: string): void;
+}
+
+/** A listener's own error shape: the body, and `name: value` header lines beyond `x-request-id`. */
+export type ClientErrorShape = (
+  error: TokenProxyError,
+  requestId: string,
+) => { readonly body: string; readonly headers?: readonly string[] };
+
+/**
+ * A server's `clientError` handler: the request never reached our code, so the answer is written to
+ * the socket here, in the listener's error shape, and the connection closed (its framing is
+ * unknown). Logged at info with the parser's code only: the error's `rawPacket` holds request bytes.
+ */
+export function answerClientErrors(log: ClientErrorLog | undefined, shape: ClientErrorShape) {
+  return (err: Error & { code?: string }, socket: Socket): void => {
+    if (needsNoAnswer(err, socket)) {
+      socket.destroy();
+      return;
+    }
+    const error = clientErrorAnswer(err.code);
+    const requestId = newRequestId(Date.now());
+    log?.info({ request_id: requestId, code: err.code ?? 'unknown', status: error.status }, 'client error');
+    const { body, headers } = shape(error, requestId);
+    writeClientError(socket, error.status, requestId, body, headers);
+  };
 }

@@ -27,6 +27,9 @@ export const PROXY_ERROR_MESSAGES = {
   store_unavailable: 'The token store is unavailable; retry shortly.',
   kek_unavailable: 'The key-encryption key (HSM) is unavailable; retry shortly.',
   internal_error: 'Internal error in the proxy.',
+  // Only CONNECT over HTTP/2 gets it (node:http drops a CONNECT's connection itself).
+  method_not_allowed:
+    'CONNECT is not proxied: send provider requests to https://<proxy>/<provider>/<provider path>.',
 } as const;
 
 export type ProxyErrorCode = keyof typeof PROXY_ERROR_MESSAGES;

@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { ServerHttp2Stream } from 'node:http2';
 import { Readable } from 'node:stream';
 import { newRequestId } from '../ids/formats.js';
-import { proxyErrorBody } from './errors.js';
+import { writeProxyError } from './errors.js';
 
 /**
  * HTTP/2 requests served on their streams (node:http2's core API), not through Node's compatibility
@@ -228,22 +228,8 @@ export function serveStream(
   const opening = streamOpening(headers);
   if (opening === 'method_not_allowed') {
     // In the proxy's error shape, as every refusal; not a request, so not in the request log.
-    const requestId = newRequestId(Date.now());
-    const body = proxyErrorBody(
-      'method_not_allowed',
-      'CONNECT is not proxied: send provider requests to https://<proxy>/<provider>/<provider path>.',
-      requestId,
-    );
-    stream.respond({
-      ':status': 405,
-      'content-type': 'application/json',
-      'content-length': Buffer.byteLength(body),
-      'cache-control': 'no-store',
-      'x-request-id': requestId,
-      'request-id': requestId,
-      'x-tokenproxy-request-id': requestId,
-    });
-    stream.end(body);
+    const origin = headers.origin;
+    writeProxyError(new H2Response(stream), 'method_not_allowed', newRequestId(Date.now()), origin);
     return;
   }
   if (opening === 'expectation_failed') {

@@ -15,8 +15,7 @@ import {
 } from 'node:http2';
 import type { AddressInfo, Server, Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
-import { clientErrorAnswer, clientErrorNeedsNoAnswer, writeClientError } from '../errors/client-error.js';
-import { newRequestId } from '../ids/formats.js';
+import { answerClientErrors } from '../errors/client-error.js';
 import { responseInFlight } from '../server/http1-socket.js';
 import type { ProxyDeps } from './deps.js';
 import { proxyErrorBody } from './errors.js';
@@ -196,23 +195,17 @@ export function createProxyServer(deps: ProxyDeps, options: ProxyServerOptions =
   server.on('tlsClientError', () => undefined);
   // HTTP/1.1 requests Node's parser refuses (too large a head, no valid framing): answered in the
   // proxy's error shape, as every other refusal, instead of Node's bare status line.
-  server.on('clientError', (err: Error & { code?: string }, socket: Socket) => {
-    if (clientErrorNeedsNoAnswer(err, socket)) {
-      socket.destroy();
-      return;
-    }
-    const error = clientErrorAnswer(err.code);
-    const requestId = newRequestId(Date.now());
-    deps.logger?.info(
-      { request_id: requestId, code: err.code ?? 'unknown', status: error.status },
-      'client error',
-    );
-    writeClientError(socket, error.status, requestId, proxyErrorBody(error.code, error.message, requestId), [
-      `request-id: ${requestId}`,
-      `x-tokenproxy-request-id: ${requestId}`,
-      'cache-control: no-store',
-    ]);
-  });
+  server.on(
+    'clientError',
+    answerClientErrors(deps.logger, (error, requestId) => ({
+      body: proxyErrorBody(error.code, error.message, requestId),
+      headers: [
+        `request-id: ${requestId}`,
+        `x-tokenproxy-request-id: ${requestId}`,
+        'cache-control: no-store',
+      ],
+    })),
+  );
 
   let closing: Promise<void> | undefined;
   return {
