@@ -16,6 +16,12 @@ export function echoAuth(ctx: Ctx): Promise<void> {
   return Promise.resolve();
 }
 
+/** The credential the proxy forwarded: the bearer token, or `x-api-key`. */
+function receivedKey(ctx: Ctx): string {
+  const auth = headerValue(ctx.req, 'authorization') ?? '';
+  return auth.startsWith('Bearer ') ? auth.slice(7) : (headerValue(ctx.req, 'x-api-key') ?? '');
+}
+
 /** How `/echo-key-encoded?as=` encodes the text it echoes (key inside a longer text, as a dump would). */
 export const MOCK_KEY_ENCODINGS: Readonly<Record<string, (text: string) => string>> = {
   base64: (t) => Buffer.from(t).toString('base64'),
@@ -33,8 +39,7 @@ export const MOCK_KEY_ENCODINGS: Readonly<Record<string, (text: string) => strin
  * key crosses many chunk boundaries.
  */
 export async function echoKeyEncoded(ctx: Ctx): Promise<void> {
-  const auth = headerValue(ctx.req, 'authorization') ?? '';
-  const key = auth.startsWith('Bearer ') ? auth.slice(7) : (headerValue(ctx.req, 'x-api-key') ?? '');
+  const key = receivedKey(ctx);
   const encode = MOCK_KEY_ENCODINGS[ctx.url.searchParams.get('as') ?? ''];
   if (encode === undefined) return sendError(ctx.res, 400, 'unknown ?as= encoding');
   const encoded = encode(`{"debug":{"api_key":"${key}","n":1}}`);
@@ -57,8 +62,7 @@ export async function echoKeyEncoded(ctx: Ctx): Promise<void> {
  * per chunk. What the proxy records from the answer must not hold the key either.
  */
 export async function echoKeyAsModel(ctx: Ctx): Promise<void> {
-  const auth = headerValue(ctx.req, 'authorization') ?? '';
-  const key = auth.startsWith('Bearer ') ? auth.slice(7) : (headerValue(ctx.req, 'x-api-key') ?? '');
+  const key = receivedKey(ctx);
   const usage = { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 };
   const completion = { id: 'chatcmpl-echo', object: 'chat.completion', model: key, usage };
   if (ctx.url.searchParams.get('sse') !== '1') {
@@ -96,8 +100,7 @@ export function compressedEchoText(key: string, repeat: number): string {
  * `content-encoding` on an uncompressed body.
  */
 export async function echoKeyCompressed(ctx: Ctx): Promise<void> {
-  const auth = headerValue(ctx.req, 'authorization') ?? '';
-  const key = auth.startsWith('Bearer ') ? auth.slice(7) : (headerValue(ctx.req, 'x-api-key') ?? '');
+  const key = receivedKey(ctx);
   const enc = ctx.url.searchParams.get('enc') ?? '';
   const repeat = Number(ctx.url.searchParams.get('repeat') ?? '1');
   const text = Buffer.from(compressedEchoText(key, repeat));
