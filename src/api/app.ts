@@ -8,10 +8,10 @@ import { isApiKey, newRequestId, secretDigest } from '../ids/formats.js';
 import type { ApiDeps, ApiServer } from './context.js';
 import { RouteMethods } from './allowed-methods.js';
 import { sendError, toTokenProxyError } from './error-handler.js';
-import { registerIdempotency } from './idempotency.js';
+import { IDEMPOTENT_METHODS, registerIdempotency } from './idempotency.js';
 import { IdempotencyHeaders, errorResponses } from './openapi-errors.js';
 import { coerceLimit } from './pagination.js';
-import { unexpectedBody } from './unexpected-body.js';
+import { unexpectedBody, unexpectedQuery } from './unexpected-input.js';
 import { repeatedQueryParameter } from './repeated-query.js';
 import { registerJsonBodies } from './json-body.js';
 import { clientErrorHandler, frameworkError, isClientAbort } from './listener-errors.js';
@@ -190,7 +190,7 @@ export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promis
           }),
           ...(schema.response as object | undefined),
         };
-        if (method === 'POST') schema.headers ??= IdempotencyHeaders;
+        if (IDEMPOTENT_METHODS.has(method)) schema.headers ??= IdempotencyHeaders;
       });
       api.addHook('preValidation', (request, _reply, done) => {
         coerceLimit(request.query);
@@ -198,6 +198,9 @@ export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promis
           repeatedQueryParameter(request.query) ??
           (request.routeOptions.schema?.body === undefined
             ? unexpectedBody(request.method, request.routeOptions.url ?? request.url, request.body)
+            : undefined) ??
+          (request.routeOptions.schema?.querystring === undefined
+            ? unexpectedQuery(request.method, request.routeOptions.url ?? request.url, request.query)
             : undefined);
         done(refused);
       });

@@ -13,6 +13,8 @@ const STALE_AFTER_MS = 60 * 1000;
 const PURGE_EVERY_MS = 60 * 60 * 1000;
 const HEADER = 'idempotency-key';
 const KEY_PATTERN = /^[\x21-\x7E]{1,255}$/;
+/** The methods that take the header (GET and PATCH repeat safely without it). */
+export const IDEMPOTENT_METHODS: ReadonlySet<string> = new Set(['POST', 'DELETE']);
 
 interface Claim {
   readonly accountId: string;
@@ -20,9 +22,12 @@ interface Claim {
 }
 
 /**
- * `Idempotency-Key` on the POST routes of /v1: the same key from the same account for the same
- * request returns the first answer (status and body) without doing the work again, for 24 h. Only
- * requests that passed validation claim a key; 5xx answers release it so a retry does the work.
+ * `Idempotency-Key` on the POST and DELETE routes of /v1: the same key from the same account for the
+ * same request (method, path, query and body) returns the first answer (status and body) without
+ * doing the work again, for 24 h. Only requests that passed validation claim a key; 5xx answers
+ * release it so a retry does the work. DELETE takes one because deleting a webhook or an API key
+ * twice answers 404: a client retrying after a lost answer would report a failure for a delete that
+ * happened.
  *
  * Stored bodies are sealed with the vault: a token creation's body holds the sanitized token, and
  * a retried create after a dropped connection must still hand it to the caller (docs/decisions.md).
@@ -32,7 +37,7 @@ export function registerIdempotency(api: ApiServer, deps: ApiDeps): void {
   let nextPurge = 0;
 
   api.addHook('preHandler', async (request, reply) => {
-    if (request.method !== 'POST') return;
+    if (!IDEMPOTENT_METHODS.has(request.method)) return;
     const header = request.headers[HEADER];
     if (header === undefined) return;
     const key = Array.isArray(header) ? undefined : header;
@@ -52,12 +57,7 @@ export function registerIdempotency(api: ApiServer, deps: ApiDeps): void {
     const begun = await deps.store.idempotency.begin({
       accountId,
       key,
-      fingerprint: await requestFingerprint(
-        deps.vault,
-        request.method,
-        request.url.split('?')[0] ?? '',
-        request.body,
-      ),
+      fingerprint: await requestFingerprint(deps.vault, request.method, request.url, request.body),
       now: now.toISOString(),
       expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS).toISOString(),
       staleBefore: new Date(now.getTime() - STALE_AFTER_MS).toISOString(),
@@ -134,17 +134,35 @@ export function replayBinding(accountId: string, key: string) {
 }
 
 /**
- * Method, path and body with object keys sorted, so key order in the JSON does not matter. Keyed
- * (not a plain hash): the body may hold a real key, and a stored plain hash would let anyone with
- * the database confirm a guessed one.
+ * Method, path, query and body, with query parameters and object keys sorted, so their order does not
+ * matter. The query counts: `POST /v1/events/:id/redeliver?webhook_id=` names the endpoint, and a key
+ * reused for another endpoint must be a conflict, not the first endpoint's answer. Keyed (not a plain
+ * hash): the body may hold a real key, and a stored plain hash would let anyone with the database
+ * confirm a guessed one.
  */
 export function requestFingerprint(
   vault: Pick<Vault, 'mac'>,
   method: string,
-  path: string,
+  url: string,
   body: unknown,
 ): Promise<string> {
-  return vault.mac('idempotency-fingerprint', `${method} ${path}\n${JSON.stringify(canonical(body))}`);
+  return vault.mac('idempotency-fingerprint', fingerprintText(method, url, body));
+}
+
+/** The text `requestFingerprint` MACs (exported for its table test). */
+export function fingerprintText(method: string, url: string, body: unknown): string {
+  const at = url.indexOf('?');
+  const path = at === -1 ? url : url.slice(0, at);
+  const query = at === -1 ? [] : [...new URLSearchParams(url.slice(at + 1))].sort(byName);
+  const head = query.length === 0 ? `${method} ${path}` : `${method} ${path}?${JSON.stringify(query)}`;
+  // Without a query the text is what it was before queries counted, so the records stored by an
+  // earlier version still match their retries after an upgrade.
+  return `${head}\n${JSON.stringify(canonical(body))}`;
+}
+
+function byName([a, av]: [string, string], [b, bv]: [string, string]): number {
+  if (a !== b) return a < b ? -1 : 1;
+  return av < bv ? -1 : av > bv ? 1 : 0;
 }
 
 function canonical(value: unknown): unknown {

@@ -1,4 +1,5 @@
 import { Type, type TSchema } from 'typebox';
+import { IDEMPOTENT_METHODS } from './idempotency.js';
 import { ErrorBody } from './schemas.js';
 
 /**
@@ -10,7 +11,7 @@ import { ErrorBody } from './schemas.js';
 const DESCRIPTIONS: Record<number, string> = {
   400: 'Invalid request: a parameter, field or body is wrong; `param` names it',
   401: 'Missing or invalid API key',
-  403: 'Plan limit reached',
+  403: 'Not allowed: a read-only API key (insufficient_scope), a plan limit (plan_limit_exceeded), a plan change (plan_change_forbidden), or a dashboard session without its Origin (csrf_rejected)',
   404: 'No such object in your account',
   409: 'Conflict (Idempotency-Key reused or in progress, or the key was deleted)',
   413: 'Body larger than 1 MB',
@@ -21,8 +22,8 @@ const DESCRIPTIONS: Record<number, string> = {
 
 /** Statuses a route's shape does not show: `METHOD /v1/path` → extra statuses. */
 const EXTRA: Record<string, readonly number[]> = {
-  // A key_id that is not in the account, the active-token limit of the plan.
-  'POST /v1/tokens': [403, 404],
+  // A key_id that is not in the account.
+  'POST /v1/tokens': [404],
 };
 
 export interface RouteShape {
@@ -39,8 +40,11 @@ export function errorStatuses(route: RouteShape): number[] {
     statuses.add(415);
   }
   if (route.hasParams) statuses.add(404);
-  // Idempotency-Key replays and conflicts (every POST), deleted keys (rotate).
-  if (route.method === 'POST') statuses.add(409);
+  // Idempotency-Key replays and conflicts (every POST and DELETE), deleted keys (rotate).
+  if (IDEMPOTENT_METHODS.has(route.method)) statuses.add(409);
+  // Every change: a read-only key is refused (insufficient_scope), and so is a dashboard session
+  // without its own Origin (csrf_rejected).
+  if (route.method !== 'GET') statuses.add(403);
   for (const status of EXTRA[`${route.method} ${route.url}`] ?? []) statuses.add(status);
   return [...statuses].sort((a, b) => a - b);
 }
@@ -53,7 +57,7 @@ export function errorResponses(route: RouteShape): Record<number, TSchema> {
   return out;
 }
 
-/** The header the POST routes accept (src/api/idempotency.ts checks its value). */
+/** The header the POST and DELETE routes accept (src/api/idempotency.ts checks its value). */
 export const IdempotencyHeaders = Type.Object({
   'Idempotency-Key': Type.Optional(
     Type.String({

@@ -1,5 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IDEMPOTENCY_TTL_MS, replayBinding, requestFingerprint } from '../../src/api/idempotency.js';
+import {
+  IDEMPOTENCY_TTL_MS,
+  fingerprintText,
+  replayBinding,
+  requestFingerprint,
+} from '../../src/api/idempotency.js';
 import { startApiHarness, type ApiHarness } from '../support/api-harness.js';
 import { databases } from '../support/databases.js';
 import {
@@ -17,6 +22,35 @@ import {
 
 let counter = 0;
 const freshKey = () => `idem-${Date.now()}-${++counter}`;
+
+describe('fingerprintText', () => {
+  it.each([
+    [
+      'no query: the text of earlier versions',
+      'DELETE',
+      '/v1/webhooks/wh_1',
+      undefined,
+      'DELETE /v1/webhooks/wh_1\nundefined',
+    ],
+    [
+      'a query, sorted',
+      'POST',
+      '/v1/e/1/redeliver?b=2&a=1',
+      {},
+      'POST /v1/e/1/redeliver?[["a","1"],["b","2"]]\n{}',
+    ],
+    ['an empty query is none', 'POST', '/v1/tokens?', { b: 1, a: 2 }, 'POST /v1/tokens\n{"a":2,"b":1}'],
+  ])('%s', (_name, method, url, body, text) => {
+    expect(fingerprintText(method, url, body)).toBe(text);
+  });
+
+  it('tells apart what differs in the query, not its order', () => {
+    const text = (url: string) => fingerprintText('POST', url, {});
+    expect(text('/v1/x?webhook_id=wh_1')).not.toBe(text('/v1/x?webhook_id=wh_2'));
+    expect(text('/v1/x?a=1&b=2')).toBe(text('/v1/x?b=2&a=1'));
+    expect(text('/v1/x?a=1')).not.toBe(text('/v1/x'));
+  });
+});
 
 for (const fixture of databases) {
   describe.skipIf(!fixture.available)(`Idempotency-Key (${fixture.name})`, () => {
@@ -237,6 +271,58 @@ for (const fixture of databases) {
       ok(await c.request('POST', '/v1/tokens', { body: tokenBody() }), 201);
       ok(await c.request('POST', '/v1/tokens', { body: tokenBody() }), 201);
       expect((await snapshot(h, c.accountId)).tokens).toHaveLength(2);
+    });
+
+    it('a repeated DELETE with its key answers as the first did, where a second delete would be 404', async () => {
+      const c = await newClient(h, 'unlimited');
+      const del = (path: string, key?: string) =>
+        c.request('DELETE', path, key === undefined ? {} : { headers: { 'idempotency-key': key } });
+      const apiKey = ok<{ id: string }>(
+        await c.request('POST', '/v1/api_keys', { body: { name: 'ci' } }),
+        201,
+      );
+      const webhook = ok<{ webhook_id: string }>(
+        await c.request('POST', '/v1/webhooks', {
+          body: { url: 'https://hooks.example.com/in', events: ['*'] },
+        }),
+        201,
+      );
+      for (const path of [`/v1/api_keys/${apiKey.id}`, `/v1/webhooks/${webhook.webhook_id}`]) {
+        const key = freshKey();
+        const first = await del(path, key);
+        expect(first.status, path).toBeLessThan(300);
+        const again = await del(path, key);
+        expect(again.status, path).toBe(first.status);
+        expect(again.headers['idempotent-replayed'], path).toBe('true');
+        expect(again.body, path).toEqual(first.body);
+        // Without the key (or with a new one) the object is gone, as before.
+        expect((await del(path)).status, path).toBe(404);
+        expect((await del(path, freshKey())).status, path).toBe(404);
+      }
+    });
+
+    it('the query is part of the request: the same key for another webhook_id is a conflict', async () => {
+      const c = await newClient(h, 'unlimited');
+      const hook = async () =>
+        ok<{ webhook_id: string }>(
+          await c.request('POST', '/v1/webhooks', {
+            body: { url: 'https://hooks.example.com/in', events: ['*'] },
+          }),
+          201,
+        ).webhook_id;
+      const [w1, w2] = [await hook(), await hook()];
+      const ping = ok<{ event_id: string }>(await c.request('POST', `/v1/webhooks/${w1}/test`), 202);
+      const key = freshKey();
+      const redeliver = (webhookId: string) =>
+        c.request('POST', `/v1/events/${ping.event_id}/redeliver?webhook_id=${webhookId}`, {
+          headers: { 'idempotency-key': key },
+        });
+      const first = ok<{ deliveries: { webhook_id: string }[] }>(await redeliver(w1), 202);
+      expect(first.deliveries.map((d) => d.webhook_id)).toEqual([w1]);
+      expectError(await redeliver(w2), 409, 'idempotency_conflict', 'Idempotency-Key');
+      const replay = await redeliver(w1);
+      expect(replay.headers['idempotent-replayed']).toBe('true');
+      expect(replay.body).toEqual(first);
     });
 
     it('refuses a malformed key with 400 invalid_parameter', async () => {

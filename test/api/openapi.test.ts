@@ -308,6 +308,10 @@ for (const fixture of databases) {
         }
         if (op.requestBody) for (const s of ['413', '415']) expect(errors, route).toContain(s);
         if (route.includes('{id}')) expect(errors, route).toContain('404');
+        // A read-only key is refused every change (insufficient_scope); a retried POST or DELETE
+        // can meet its Idempotency-Key in use.
+        if (!route.startsWith('GET ')) expect(errors, route).toContain('403');
+        if (route.startsWith('POST ') || route.startsWith('DELETE ')) expect(errors, route).toContain('409');
       }
       expect(statuses(doc.paths['/tokens']?.post)).toEqual(
         ['400', '401', '403', '404', '409', '413', '415', '500', '503'].sort(),
@@ -315,10 +319,10 @@ for (const fixture of databases) {
       expect(statuses(doc.paths['/tokens']?.get)).toEqual(['400', '401', '500', '503']);
     });
 
-    it('declares the Idempotency-Key header on the POST routes, and only there', () => {
+    it('declares the Idempotency-Key header on the POST and DELETE routes, and only there', () => {
       for (const { route, method, op } of operations()) {
         const header = op.parameters?.find((p) => p.in === 'header' && /^idempotency-key$/i.test(p.name));
-        if (method === 'post') {
+        if (method === 'post' || method === 'delete') {
           expect(header, route).toBeDefined();
           expect(header?.required, route).toBe(false);
         } else {
