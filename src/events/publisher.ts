@@ -18,6 +18,15 @@ export const EVENT_TYPES = [
 
 export type EventType = (typeof EVENT_TYPES)[number];
 
+/**
+ * A webhook endpoint's test event (`POST /v1/webhooks/:id/test`). Not emitted by anything that
+ * happens, so not an `EventType` subscribers choose; stored and listed like one.
+ */
+export const PING_EVENT_TYPE = 'ping';
+
+/** What `GET /v1/events?type=` filters by: every stored type. */
+export const LISTED_EVENT_TYPES = [...EVENT_TYPES, PING_EVENT_TYPE] as const;
+
 export interface NewEvent {
   readonly accountId: string;
   readonly type: EventType;

@@ -219,6 +219,18 @@ for (const fixture of databases) {
         }
       });
 
+      it('refuses query parameters, as every endpoint without them does (a limit would not apply)', async () => {
+        for (const [url, param] of [
+          ['/v1/providers?limit=2', 'limit'],
+          ['/v1/providers?cursor=x', 'cursor'],
+          ['/v1/account?foo=1', 'foo'],
+        ] as const) {
+          const error = expectError(await h.request('GET', url), 400, 'unknown_parameter', param);
+          expect(error.message, url).toMatch(/takes no query parameters/);
+        }
+        ok(await h.request('GET', '/v1/providers'));
+      });
+
       it('lists a custom provider from the configuration, usable for tokens and keys', async () => {
         const list = ok<ListJson<ProviderJson>>(await h.request('GET', '/v1/providers'));
         expect(list.data.find((p) => p.id === 'acme')).toEqual({

@@ -52,6 +52,10 @@ for (const fixture of databases) {
         const verified = new Webhook(secret).verify(req!.body, headersOf(req!)) as Record<string, unknown>;
         expect(verified).toMatchObject({ id: res.body.event_id, type: 'ping', data: { webhook_id: id } });
         expect(req!.headers['webhook-id']).toBe(res.body.event_id);
+        // Listed like any event, and found by its type.
+        const listed = await h.request('GET', '/v1/events?type=ping');
+        expect(listed.status).toBe(200);
+        expect(listed.body.data.map((e: any) => e.id ?? e.event_id)).toContain(res.body.event_id);
 
         const [delivery] = await until('the ping delivery to be listed as delivered', async () => {
           const list = await deliveries(id);

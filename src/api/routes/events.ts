@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { EVENT_TYPES } from '../../events/publisher.js';
+import { LISTED_EVENT_TYPES } from '../../events/publisher.js';
 import type { ApiDeps, ApiServer } from '../context.js';
 import { listBody, pageQuery } from '../pagination.js';
 import { EventObject, ListQuery, listOf } from '../schemas.js';
@@ -14,7 +14,7 @@ export function eventRoutes(app: ApiServer, deps: ApiDeps): void {
         operationId: 'listEvents',
         summary: 'List events, newest first (what webhooks receive)',
         querystring: Type.Object(
-          { ...ListQuery, type: Type.Optional(Type.Union(EVENT_TYPES.map((t) => Type.Literal(t)))) },
+          { ...ListQuery, type: Type.Optional(Type.Union(LISTED_EVENT_TYPES.map((t) => Type.Literal(t)))) },
           { additionalProperties: false },
         ),
         response: { 200: listOf(EventObject) },

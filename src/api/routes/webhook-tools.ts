@@ -1,6 +1,7 @@
 import { audited } from '../audit.js';
 import { Type } from 'typebox';
 import { TokenProxyError } from '../../errors/tokenproxy-error.js';
+import { PING_EVENT_TYPE } from '../../events/publisher.js';
 import { isId, newId } from '../../ids/formats.js';
 import type { WebhookRecord } from '../../store/records.js';
 import type { ApiDeps, ApiServer } from '../context.js';
@@ -12,8 +13,6 @@ import { webhookView } from '../views.js';
  * event again. Test pings and redeliveries go through the outbox like every event, so they are
  * signed, retried, leased and listed in the endpoint's deliveries exactly as real ones.
  */
-
-export const PING_EVENT_TYPE = 'ping';
 
 const QueuedObject = Type.Object({
   delivery_id: Type.String(),

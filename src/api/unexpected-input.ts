@@ -23,3 +23,19 @@ export function unexpectedBody(method: string, route: string, body: unknown): To
     `${endpoint} takes no request body. Send none; nothing in a body changes what it does.`,
   );
 }
+
+/**
+ * A query parameter sent to an endpoint that takes none. Without a query schema Fastify lets it
+ * through unread, so `GET /v1/providers?limit=2` answered every provider as if the limit applied;
+ * every list with parameters already refuses the ones it does not know.
+ */
+export function unexpectedQuery(method: string, route: string, query: unknown): TokenProxyError | undefined {
+  if (query === null || typeof query !== 'object') return undefined;
+  const first = Object.keys(query)[0];
+  if (first === undefined) return undefined;
+  return new TokenProxyError(
+    'unknown_parameter',
+    `Unknown query parameter "${first}": ${method} ${route} takes no query parameters. Remove it.`,
+    { param: first },
+  );
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { unexpectedBody } from '../../src/api/unexpected-body.js';
+import { unexpectedBody, unexpectedQuery } from '../../src/api/unexpected-input.js';
 
 describe('unexpectedBody', () => {
   it.each([
@@ -17,5 +17,21 @@ describe('unexpectedBody', () => {
     expect(refused?.param).toBe(param);
     if (refused !== undefined)
       expect(refused.message).toContain('POST /v1/tokens/revoke_all takes no request body');
+  });
+});
+
+describe('unexpectedQuery', () => {
+  it.each([
+    [undefined, undefined],
+    [{}, undefined],
+    [{ limit: '2' }, 'limit'],
+    [{ foo: '', bar: '1' }, 'foo'],
+  ])('%j → %s', (query, param) => {
+    const refused = unexpectedQuery('GET', '/v1/providers', query);
+    expect(refused?.param).toBe(param);
+    if (refused !== undefined) {
+      expect(refused.code).toBe('unknown_parameter');
+      expect(refused.message).toContain('GET /v1/providers takes no query parameters');
+    }
   });
 });
