@@ -1,5 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PLANS } from '../../src/accounts/plans.js';
@@ -166,5 +168,20 @@ print(json.dumps({"routes": {k: m + " " + p for k, (m, p) in ROUTES.items()}, "c
     // (Python `tokens.revoke_all` is Node.js `tokens.revokeAll`).
     const camel = (name: string) => name.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
     expect(Object.keys(routes).map(camel).sort()).toEqual(Object.keys(ROUTES).sort());
+  });
+
+  it("each library's README has a row for every method, with its endpoint", () => {
+    const snake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+    for (const [readme, name] of [
+      ['clients/node/README.md', (n: string) => n],
+      ['clients/python/README.md', snake],
+    ] as const) {
+      const text = readFileSync(path.join(ROOT, readme), 'utf8');
+      for (const [method, route] of Object.entries(ROUTES)) {
+        const row = text.split('\n').find((line) => line.startsWith(`| \`${name(method)}(`));
+        expect(row, `${readme}: no row for ${name(method)}`).toBeDefined();
+        expect(row, readme).toContain(`\`${route.method} /v1${route.path}\``);
+      }
+    }
   });
 });

@@ -1,3 +1,4 @@
+import tls from 'node:tls';
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import {
@@ -68,6 +69,63 @@ describe('@tokenproxy/client against a real server', () => {
       expect((await direct.keys.list()).data).toHaveLength(1);
     } finally {
       await proxy.close();
+    }
+  });
+
+  it('retries a delete after a dropped answer with the same Idempotency-Key: the first answer, not 404', async () => {
+    const apiKey = await t.newAccount();
+    const direct = await client({ apiKey });
+    const webhook = await direct.webhooks.create({ url: 'https://hooks.example.com/in', events: ['*'] });
+    const extraKey = await direct.apiKeys.create({ name: 'ci' });
+    for (const remove of [
+      (c: TokenProxy) => c.webhooks.delete(webhook.id),
+      (c: TokenProxy) => c.apiKeys.delete(extraKey.id),
+    ]) {
+      const proxy = await startDroppingProxy(t);
+      try {
+        const c = new TokenProxy({ apiKey, baseUrl: proxy.baseUrl, ca: t.ca, maxRetries: 2 });
+        const removed = await remove(c);
+        expect(removed.id).toMatch(/^(wh|ak)_/);
+        expect(proxy.connections()).toBe(2);
+      } finally {
+        await proxy.close();
+      }
+    }
+    expect((await direct.webhooks.list()).data).toEqual([]);
+    expect((await direct.apiKeys.list()).data.map((k) => k.name)).toEqual(['default']);
+  });
+
+  it('a given CA is trusted beside the default ones (NODE_EXTRA_CA_CERTS, public CAs), not instead', async () => {
+    const defaults = tls.getCACertificates('default');
+    // What NODE_EXTRA_CA_CERTS=<the server's certificate> would make the default.
+    tls.setDefaultCACertificates([...defaults, t.ca]);
+    try {
+      // A CA that did not sign the server's certificate: alone it would make the server untrusted.
+      const unrelated = tls.rootCertificates[0] ?? '';
+      const c = new TokenProxy({ apiKey: t.freeApiKey, baseUrl: t.baseUrl, ca: unrelated, maxRetries: 0 });
+      expect((await c.account.get()).plan).toBe('free');
+    } finally {
+      tls.setDefaultCACertificates(defaults);
+    }
+  });
+
+  it('refuses an API key that cannot go into a header, without quoting it', () => {
+    for (const [apiKey, what] of [
+      ['svc_sk_SECRETSECRET\n', 'at position 20 (a line break)'],
+      ['svc_sk_\u2026', 'at position 8 (the non-ASCII character U+2026)'],
+      [' svc_sk_SECRETSECRET', 'at position 1 (a space or tab)'],
+    ] as const) {
+      const error = (() => {
+        try {
+          new TokenProxy({ apiKey, baseUrl: t.baseUrl });
+        } catch (e) {
+          return e as Error;
+        }
+        return undefined;
+      })();
+      expect(error, apiKey).toBeInstanceOf(TypeError);
+      expect(error?.message).toContain(what);
+      expect(error?.message).not.toContain('SECRET');
     }
   });
 

@@ -77,7 +77,7 @@ export class TokenProxy {
   readonly audit: Audit;
 
   readonly baseUrl: string;
-  // A #private field: console.log(client) and JSON.stringify(client) do not show it.
+  // A #private field: console.log(client) and util.inspect do not show it.
   readonly #apiKey: string;
   private readonly transport: Transport;
   private readonly timeoutMs: number;
@@ -88,6 +88,7 @@ export class TokenProxy {
     if (apiKey === undefined || apiKey === '') {
       throw new TypeError('TokenProxy needs an API key: pass { apiKey } or set TOKENPROXY_API_KEY.');
     }
+    checkApiKey(apiKey);
     this.#apiKey = apiKey;
     this.baseUrl = normaliseBaseUrl(options.baseUrl ?? process.env.TOKENPROXY_BASE_URL ?? DEFAULT_BASE_URL);
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
@@ -129,8 +130,10 @@ export class TokenProxy {
       headers['content-type'] = 'application/json';
     }
     // One key per call, the same on every retry: the server then answers a retried create with
-    // the first attempt's result instead of creating a second token.
-    if (method === 'POST') headers['idempotency-key'] = call.options?.idempotencyKey ?? randomUUID();
+    // the first attempt's result instead of creating a second token, and a retried delete with the
+    // first attempt's answer instead of 404.
+    if (method === 'POST' || method === 'DELETE')
+      headers['idempotency-key'] = call.options?.idempotencyKey ?? randomUUID();
 
     const maxRetries = call.options?.maxRetries ?? this.maxRetries;
     const timeoutMs = call.options?.timeoutMs ?? this.timeoutMs;
@@ -139,7 +142,7 @@ export class TokenProxy {
       try {
         response = await this.transport({ method, url, headers, body, timeoutMs });
       } catch (err) {
-        // Every method is safe to repeat (GET, DELETE, PATCH of absolute values, POST with its key).
+        // Every method is safe to repeat (GET, PATCH of absolute values, POST and DELETE with their key).
         // A refused certificate is refused again: no retry, the message says how to trust it.
         if (err instanceof ConnectionError && !(err instanceof CertificateError) && attempt < maxRetries) {
           await sleep(backoff(attempt));
@@ -204,4 +207,27 @@ function expandPath(path: string, id: string | undefined): string {
   if (!path.includes(':id')) return path;
   if (id === undefined || id === '') throw new TypeError('An id is required.');
   return path.replace(':id', encodeURIComponent(id));
+}
+
+/**
+ * A key with a space, a line break or a non-ASCII character cannot go into a header: node:http would
+ * throw a bare ERR_INVALID_CHAR on the first call. Say so at once, without the key.
+ */
+function checkApiKey(key: string): void {
+  for (let i = 0; i < key.length; i++) {
+    const code = key.charCodeAt(i);
+    if (code < 0x21 || code > 0x7e) {
+      throw new TypeError(
+        `The API key has a character that cannot be sent in an HTTP header at position ${i + 1} (${describeChar(code)}). ` +
+          'Copy the key again exactly as printed: svc_sk_ followed by 43 letters and digits.',
+      );
+    }
+  }
+}
+
+function describeChar(code: number): string {
+  if (code === 0x0a || code === 0x0d) return 'a line break';
+  if (code === 0x20 || code === 0x09) return 'a space or tab';
+  const hex = code.toString(16).toUpperCase().padStart(4, '0');
+  return code > 0x7e ? `the non-ASCII character U+${hex}` : `the control character U+${hex}`;
 }

@@ -178,9 +178,9 @@ export class AccountResource {
 
 export class Providers {
   constructor(private readonly client: TokenProxy) {}
-  /** GET /v1/providers */
-  list(params?: ListParams, options?: RequestOptions): PagePromise<Provider> {
-    return this.client.list('providers.list', params, options);
+  /** GET /v1/providers: every provider, on one page (the endpoint takes no parameters). */
+  list(options?: RequestOptions): PagePromise<Provider> {
+    return this.client.list('providers.list', {}, options);
   }
 }
 

@@ -1,5 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
+import tls from 'node:tls';
 import { ConnectionError, TimeoutError, certificateError } from './errors.js';
 
 export interface TransportRequest {
@@ -35,9 +36,11 @@ export type FetchLike = (
  * substituted for, verification: the server certificate must still chain to it and name the host.
  */
 export function nodeTransport(options: { ca?: string | Buffer | undefined }): Transport {
+  // Node's `ca` replaces the default trust store; what Node trusts by default (public CAs, and
+  // NODE_EXTRA_CA_CERTS) goes in beside the given one.
   const httpsAgent = new https.Agent({
     keepAlive: true,
-    ...(options.ca === undefined ? {} : { ca: options.ca }),
+    ...(options.ca === undefined ? {} : { ca: [...defaultCas(), options.ca] }),
   });
   const httpAgent = new http.Agent({ keepAlive: true });
   return (request) =>
@@ -102,6 +105,13 @@ export function nodeTransport(options: { ca?: string | Buffer | undefined }): Tr
       });
       req.end(request.body);
     });
+}
+
+/** `tls.getCACertificates` came in Node 22.15; before it, the bundled public CAs. */
+function defaultCas(): readonly string[] {
+  return typeof tls.getCACertificates === 'function'
+    ? tls.getCACertificates('default')
+    : tls.rootCertificates;
 }
 
 /** A transport over a user-supplied `fetch` (for runtimes or proxies of your own). */

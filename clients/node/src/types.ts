@@ -325,8 +325,9 @@ export interface AccountUpdateParams {
 /** Per-call overrides. */
 export interface RequestOptions {
   /**
-   * Sent as `Idempotency-Key` on POST calls (default: a random UUID per call, reused across its
-   * retries). Pass your own to make a create safe to repeat across process restarts.
+   * Sent as `Idempotency-Key` on POST and DELETE calls (default: a random UUID per call, reused
+   * across its retries). Pass your own to make a create or delete safe to repeat across process
+   * restarts.
    */
   readonly idempotencyKey?: string | undefined;
   readonly timeoutMs?: number | undefined;

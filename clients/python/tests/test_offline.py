@@ -111,6 +111,28 @@ class RetryTest(unittest.TestCase):
         self.assertEqual(fake.calls[0]["headers"]["Idempotency-Key"], "my-key")
         self.assertEqual(fake.calls[0]["url"], "https://tp.example/v1/keys/key_1/rotate")
 
+    def test_deletes_carry_one_idempotency_key_across_retries(self) -> None:
+        deleted = {"webhook_id": "wh_1", "url": "https://h.example", "events": ["*"], "enabled": True}
+        c, fake = fake_client([None, (200, {}, deleted)])
+        c.webhooks.delete("wh_1")
+        self.assertEqual([call["method"] for call in fake.calls], ["DELETE", "DELETE"])
+        keys = {call["headers"].get("Idempotency-Key") for call in fake.calls}
+        self.assertEqual(len(keys), 1)
+        self.assertIsNotNone(keys.pop())
+        for call in (
+            lambda: c.api_keys.delete("ak_1", idempotency_key="mine"),
+            lambda: c.keys.delete("key_1", idempotency_key="mine"),
+            lambda: c.tokens.revoke("t1", idempotency_key="mine"),
+            lambda: c.webhooks.test("wh_1", idempotency_key="mine"),
+            lambda: c.events.redeliver("evt_1", webhook_id="wh_1", idempotency_key="mine"),
+        ):
+            c, fake = fake_client([(200, {}, {})])
+            call()
+            self.assertEqual(fake.calls[0]["headers"]["Idempotency-Key"], "mine")
+        c, fake = fake_client([(200, {}, {"object": "list", "data": [], "has_more": False})])
+        c.tokens.list()
+        self.assertNotIn("Idempotency-Key", fake.calls[0]["headers"])
+
     def test_request_log_error_code(self) -> None:
         item = {
             "request_id": "req_1",
@@ -142,6 +164,30 @@ class RetryTest(unittest.TestCase):
         c, _ = fake_client([(503, {"retry-after": "2"}, {}), (200, {}, {"object": "list", "data": []})])
         c.tokens.list()
         self.assertEqual(self.waits, [2.0])
+
+
+class ApiKeyCheckTest(unittest.TestCase):
+    """A key that cannot go into a header is refused at once, and the message never holds it."""
+
+    def test_refuses_keys_that_cannot_be_sent_without_quoting_them(self) -> None:
+        secret = "svc_sk_SECRETSECRETSECRET"
+        for key, what in [
+            (secret + "\n", "a line break at position 26"),
+            (" " + secret, "a space or tab at position 1"),
+            ("svc_sk_\u2026", "the non-ASCII character U+2026 at position 8"),
+            (secret + "\x00", "the control character U+0000 at position 26"),
+        ]:
+            with self.assertRaises(ValueError) as cm:
+                TokenProxy(api_key=key, base_url="https://tp.example")
+            message = str(cm.exception)
+            self.assertIn(what.split(" at ")[0], message)
+            self.assertIn("position " + what.split("position ")[1], message)
+            self.assertNotIn("SECRET", message)
+        with mock.patch.dict(os.environ, {"TOKENPROXY_API_KEY": secret + "\r\n"}):
+            with self.assertRaises(ValueError) as cm:
+                TokenProxy(base_url="https://tp.example")
+            self.assertNotIn("SECRET", str(cm.exception))
+        TokenProxy(api_key=secret, base_url="https://tp.example")
 
 
 class ErrorFieldsTest(unittest.TestCase):
@@ -191,7 +237,7 @@ class ErrorFieldsTest(unittest.TestCase):
 
 class StubAPI(http.server.BaseHTTPRequestHandler):
     """/v1/tokens answers a page, /v1/account a load balancer's HTML 502, /v1/logs drops the
-    connection, /v1/keys never answers."""
+    connection, /v1/keys never answers, /v1/audit sends its answer a byte at a time."""
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
         path = self.path.split("?")[0]
@@ -201,6 +247,20 @@ class StubAPI(http.server.BaseHTTPRequestHandler):
             self.answer(502, "text/html", b"<html>502 Bad Gateway</html>")
         elif path == "/v1/keys":
             self.server.release.wait(10)  # type: ignore[attr-defined]
+        elif path == "/v1/audit":
+            body = b'{"object":"list","data":[],"has_more":false}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            try:
+                for byte in body:
+                    if self.server.release.wait(0.1):  # type: ignore[attr-defined]
+                        break
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+            except OSError:
+                pass  # the client gave up, as it should
         self.close_connection = True
 
     def answer(self, status: int, content_type: str, body: bytes) -> None:
@@ -249,6 +309,12 @@ class RealTransportTest(unittest.TestCase):
     def test_timeout_retried_then_raised(self) -> None:
         with self.assertRaises(APITimeoutError):
             self.client.keys.list()
+        self.assertEqual(len(self.waits), 1)
+
+    def test_timeout_holds_for_an_answer_that_trickles(self) -> None:
+        # Each byte comes well within the timeout, the whole answer (4.5 s) never does.
+        with self.assertRaises(APITimeoutError):
+            self.client.audit.list()
         self.assertEqual(len(self.waits), 1)
 
 

@@ -70,9 +70,9 @@ class ApiKeys:
         """GET /v1/api_keys: the account's live keys, newest first."""
         return self._client._list("api_keys.list", ApiKey, {"limit": limit, "cursor": cursor})
 
-    def delete(self, id: str) -> ApiKey:
+    def delete(self, id: str, *, idempotency_key: Optional[str] = None) -> ApiKey:
         """DELETE /v1/api_keys/:id. The key stops working at once."""
-        return self._client._one("api_keys.delete", ApiKey, id=id)
+        return self._client._one("api_keys.delete", ApiKey, id=id, idempotency_key=idempotency_key)
 
 
 class Audit:

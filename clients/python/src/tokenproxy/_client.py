@@ -67,6 +67,7 @@ class TokenProxy:
         key = api_key if api_key is not None else os.environ.get("TOKENPROXY_API_KEY")
         if not key:
             raise TypeError("TokenProxy needs an API key: pass api_key= or set TOKENPROXY_API_KEY.")
+        _check_api_key(key)
         self._api_key = key
         self.base_url = _normalise_base_url(
             base_url or os.environ.get("TOKENPROXY_BASE_URL") or DEFAULT_BASE_URL
@@ -122,8 +123,9 @@ class TokenProxy:
             data = json.dumps(_wire(body, keep_nulls)).encode("utf-8")
             headers["Content-Type"] = "application/json"
         # One key per call, the same on every retry: the server answers a retried create with the
-        # first attempt's result instead of creating a second token.
-        if method == "POST":
+        # first attempt's result instead of creating a second token, and a retried delete with the
+        # first attempt's answer instead of 404.
+        if method in ("POST", "DELETE"):
             headers["Idempotency-Key"] = idempotency_key or str(uuid.uuid4())
 
         attempt = 0
@@ -134,8 +136,8 @@ class TokenProxy:
                 # A refused certificate is refused again: no retry, the message says how to trust it.
                 raise
             except APIConnectionError:
-                # Every method is safe to repeat (GET, DELETE, PATCH of absolute values, POST with
-                # its key).
+                # Every method is safe to repeat (GET, PATCH of absolute values, POST and DELETE
+                # with their key).
                 if attempt < self.max_retries:
                     sleep(_backoff(attempt))
                     attempt += 1
@@ -174,3 +176,25 @@ class TokenProxy:
             return Page(items, bool(raw.get("has_more")), raw.get("next_cursor"), load)
 
         return load(query.get("cursor"))
+
+
+def _check_api_key(key: str) -> None:
+    """A key with a space, a line break or a non-ASCII character cannot go into a header, and
+    http.client's error would quote the whole header, key included. Say so without the key."""
+    for position, char in enumerate(key):
+        if not "\x21" <= char <= "\x7e":
+            raise ValueError(
+                f"The API key has a character that cannot be sent in an HTTP header at position "
+                f"{position + 1} ({_describe(char)}). Copy the key again exactly as printed: "
+                "svc_sk_ followed by 43 letters and digits."
+            )
+
+
+def _describe(char: str) -> str:
+    if char in "\r\n":
+        return "a line break"
+    if char.isspace():
+        return "a space or tab"
+    if ord(char) > 0x7E:
+        return f"the non-ASCII character U+{ord(char):04X}"
+    return f"the control character U+{ord(char):04X}"

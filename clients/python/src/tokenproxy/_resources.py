@@ -83,9 +83,9 @@ class Tokens:
         """GET /v1/tokens/:id"""
         return self._client._one("tokens.get", Token, id=id)
 
-    def revoke(self, id: str) -> Token:
+    def revoke(self, id: str, *, idempotency_key: Optional[str] = None) -> Token:
         """DELETE /v1/tokens/:id. Idempotent; the token comes back with status ``revoked``."""
-        return self._client._one("tokens.revoke", Token, id=id)
+        return self._client._one("tokens.revoke", Token, id=id, idempotency_key=idempotency_key)
 
     def update(
         self,
@@ -144,9 +144,9 @@ class Keys:
             "keys.rotate", Key, id=id, body={"real_key": real_key}, idempotency_key=idempotency_key
         )
 
-    def delete(self, id: str) -> Key:
+    def delete(self, id: str, *, idempotency_key: Optional[str] = None) -> Key:
         """DELETE /v1/keys/:id. Destroys the stored key and revokes its tokens."""
-        return self._client._one("keys.delete", Key, id=id)
+        return self._client._one("keys.delete", Key, id=id, idempotency_key=idempotency_key)
 
 
 class Webhooks:
@@ -178,17 +178,20 @@ class Webhooks:
             "webhooks.deliveries", Delivery, {"limit": limit, "cursor": cursor}, id=id, item_resource="deliveries"
         )
 
-    def delete(self, id: str) -> Webhook:
+    def delete(self, id: str, *, idempotency_key: Optional[str] = None) -> Webhook:
         """DELETE /v1/webhooks/:id"""
-        return self._client._one("webhooks.delete", Webhook, id=id)
+        return self._client._one(
+            "webhooks.delete", Webhook, id=id, idempotency_key=idempotency_key
+        )
 
     def update(self, id: str, *, enabled: bool) -> Webhook:
         """PATCH /v1/webhooks/:id. ``enabled=True`` re-enables a disabled endpoint, ``False`` stops it."""
         return self._client._one("webhooks.update", Webhook, id=id, body={"enabled": enabled})
 
-    def test(self, id: str) -> WebhookTest:
+    def test(self, id: str, *, idempotency_key: Optional[str] = None) -> WebhookTest:
         """POST /v1/webhooks/:id/test: queues a signed ``ping`` event to the endpoint."""
-        return from_json(WebhookTest, self._client._request("webhooks.test", id=id))
+        raw = self._client._request("webhooks.test", id=id, idempotency_key=idempotency_key)
+        return from_json(WebhookTest, raw)
 
 
 class Events:
@@ -201,10 +204,17 @@ class Events:
         """GET /v1/events"""
         return self._client._list("events.list", Event, {"type": type, "limit": limit, "cursor": cursor})
 
-    def redeliver(self, id: str, *, webhook_id: Optional[str] = None) -> Redelivery:
+    def redeliver(
+        self, id: str, *, webhook_id: Optional[str] = None, idempotency_key: Optional[str] = None
+    ) -> Redelivery:
         """POST /v1/events/:id/redeliver: sends the event again, to ``webhook_id`` only or to every
         enabled endpoint subscribed to its type."""
-        raw = self._client._request("events.redeliver", id=id, query={"webhook_id": webhook_id})
+        raw = self._client._request(
+            "events.redeliver",
+            id=id,
+            query={"webhook_id": webhook_id},
+            idempotency_key=idempotency_key,
+        )
         return from_json(Redelivery, raw)
 
 
@@ -278,9 +288,9 @@ class Providers:
     def __init__(self, client: "TokenProxy") -> None:
         self._client = client
 
-    def list(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> Page[Provider]:
-        """GET /v1/providers"""
-        return self._client._list("providers.list", Provider, {"limit": limit, "cursor": cursor})
+    def list(self) -> Page[Provider]:
+        """GET /v1/providers: every provider, on one page (the endpoint takes no parameters)."""
+        return self._client._list("providers.list", Provider, {})
 
 
 class UsageResource:

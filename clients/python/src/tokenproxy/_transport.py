@@ -3,6 +3,7 @@
 import http.client
 import socket
 import ssl
+import time
 import urllib.error
 import urllib.request
 from typing import Any, Callable, Dict, Optional, Tuple
@@ -26,12 +27,13 @@ def _urllib_transport(context: ssl.SSLContext) -> Transport:
         method: str, url: str, headers: Dict[str, str], body: Optional[bytes], timeout: float
     ) -> Response:
         request = urllib.request.Request(url, data=body, headers=headers, method=method)
+        deadline = time.monotonic() + timeout
         try:
             with opener.open(request, timeout=timeout) as resp:
-                raw = resp.read()
+                raw = _read_by(resp, deadline)
                 return resp.status, {k.lower(): v for k, v in resp.headers.items()}, raw
         except urllib.error.HTTPError as err:
-            raw = err.read()
+            raw = _read_by(err, deadline)
             return err.code, {k.lower(): v for k, v in err.headers.items()}, raw
         except (socket.timeout, TimeoutError) as err:
             raise APITimeoutError(
@@ -55,6 +57,31 @@ def _urllib_transport(context: ssl.SSLContext) -> Transport:
             ) from err
 
     return send
+
+
+def _read_by(resp: Any, deadline: float) -> bytes:
+    """The whole body, or TimeoutError once the attempt's deadline passes. urllib's timeout bounds
+    each socket read only: a server sending a byte now and then would hold a call for ever."""
+    sock = _socket_of(resp)
+    chunks = []
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("the response did not arrive in time")
+        if sock is not None:
+            sock.settimeout(remaining)
+        chunk = resp.read1(65536)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def _socket_of(resp: Any) -> Optional[socket.socket]:
+    """The response's socket, where http.client keeps it (a BufferedReader over a SocketIO);
+    None elsewhere, and the deadline is then checked between reads only."""
+    raw = getattr(getattr(resp, "fp", None), "raw", None)
+    sock = getattr(raw, "_sock", None)
+    return sock if isinstance(sock, socket.socket) else None
 
 
 # OpenSSL verify codes: the chain does not end at a trusted CA (self-signed, unknown issuer).
