@@ -7,6 +7,7 @@ import { SETTINGS, envName, flagName } from '../../src/config/settings.js';
 import { UNAUTHORIZED_REASONS } from '../../src/anomalies/record.js';
 import { ANOMALY_KINDS } from '../../src/limits/anomaly-model.js';
 import { NODE_FLOORS } from '../../src/cli/node-support.js';
+import { SHARED_SCHEMAS } from '../../src/api/schemas.js';
 
 const read = (file: string) => readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8');
 
@@ -35,6 +36,36 @@ describe('docs stay in step with the code', () => {
       // A reader deciding where to put a value needs to know which ones are kept out of the output.
       expect(row?.includes('Secret: never printed.'), spec.name).toBe('secret' in spec && spec.secret);
     }
+  });
+
+  it('docs/api.md shows each object it gives an example of with exactly the fields the API returns', () => {
+    const doc = read('docs/api.md');
+    const schemas = SHARED_SCHEMAS as readonly { $id: string; properties?: Record<string, unknown> }[];
+    const fields = (id: string) => Object.keys(schemas.find((c) => c.$id === id)?.properties ?? {}).sort();
+    // An example is known by its id field (and a created token by its sanitized_key).
+    const byFirstField: Record<string, string> = {
+      token_id: 'Token',
+      key_id: 'Key',
+      account_id: 'Account',
+      request_id: 'RequestLog',
+      anomaly_id: 'Anomaly',
+    };
+    let checked = 0;
+    for (const [, block] of doc.matchAll(/```json\n([\s\S]*?)```/g)) {
+      let example: Record<string, unknown>;
+      try {
+        example = JSON.parse(block ?? '') as Record<string, unknown>;
+      } catch {
+        continue; // a shape with "…" where a list's items go, not an object example
+      }
+      const first = Object.keys(example)[0] ?? '';
+      let id = byFirstField[first];
+      if (id === undefined) continue;
+      if (id === 'Token' && 'sanitized_key' in example) id = 'CreatedToken';
+      expect(Object.keys(example).sort(), `the ${id} example of docs/api.md`).toEqual(fields(id));
+      checked++;
+    }
+    expect(checked).toBeGreaterThanOrEqual(4);
   });
 
   it('user docs point at the project’s own pages, not at design notes outside the repository', () => {
