@@ -4,6 +4,8 @@ export interface NewSession {
   /** SHA-256 hex digest of the cookie value; the value itself is never stored. */
   readonly digest: string;
   readonly accountId: string;
+  /** The API key signed in with: the session ends when that key is deleted or rotated. */
+  readonly apiKeyId: string;
   readonly createdAt: string;
   readonly idleExpiresAt: string;
   readonly expiresAt: string;
@@ -15,7 +17,10 @@ export interface SessionRecord extends NewSession {
 
 export interface SessionRepo {
   create(session: NewSession): Promise<SessionRecord>;
-  /** The session with this digest when it is live at `now` (neither idle nor absolute expiry passed). */
+  /**
+   * The session with this digest when it is live at `now`: neither idle nor absolute expiry passed,
+   * and the API key it was opened with neither deleted nor rotated.
+   */
   findLive(digest: string, now: string): Promise<SessionRecord | undefined>;
   /** Records use at `now` and moves the idle expiry to `idleExpiresAt` (never past `expires_at`). */
   touch(digest: string, now: string, idleExpiresAt: string): Promise<void>;

@@ -203,6 +203,8 @@ export interface KekVersionsTable {
 export interface DashboardSessionsTable {
   digest: string;
   account_id: string;
+  /** The API key signed in with (0015); null only in rows written before it, which 0015 deletes. */
+  api_key_id: string | null;
   created_at: string;
   last_seen_at: string;
   idle_expires_at: string;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { secretDigest } from '../../src/ids/formats.js';
+import { newApiKey, newId, secretDigest } from '../../src/ids/formats.js';
 import { SESSION_ABSOLUTE_MS, SESSION_IDLE_MS } from '../../src/api/session/sessions.js';
 import { startApiHarness, type ApiHarness, type ApiResponse } from '../support/api-harness.js';
 import { databases } from '../support/databases.js';
@@ -178,6 +178,48 @@ for (const fixture of databases) {
       expect(out.status).toBe(204);
       expect(String(out.headers['set-cookie'])).toContain('Max-Age=0');
       expectError(await withCookie(value, 'GET', '/v1/account'), 401, 'session_expired');
+    });
+
+    it('a session ends with its API key: deleted through the API, or replaced as `accounts rotate-key` does', async () => {
+      const created = ok<{ id: string; api_key: string }>(
+        await h.request('POST', '/v1/api_keys', { body: { name: 'laptop' } }),
+        201,
+      );
+      const res = await signIn(created.api_key);
+      expect(res.status, res.text).toBe(201);
+      const value = /tokenproxy_session=([^;]+)/.exec(cookieOf(res))?.[1] as string;
+      ok(await withCookie(value, 'GET', '/v1/account'));
+      // Another session, opened with the harness's own key, is not touched by it.
+      const other = await session();
+      ok(await h.request('DELETE', `/v1/api_keys/${created.id}`), 200);
+      expectError(await withCookie(value, 'GET', '/v1/account'), 401, 'session_expired');
+      expectError(
+        await withCookie(value, 'PATCH', '/v1/account', { origin: ORIGIN }, { alert_email: null }),
+        401,
+        'session_expired',
+      );
+      ok(await withCookie(other, 'GET', '/v1/account'));
+
+      // What the CLI's rotate-key does: the key's live row is replaced by a new one.
+      const again = ok<{ id: string; api_key: string }>(
+        await h.request('POST', '/v1/api_keys', { body: { name: 'desk' } }),
+        201,
+      );
+      const signedIn = await signIn(again.api_key);
+      const rotated = /tokenproxy_session=([^;]+)/.exec(cookieOf(signedIn))?.[1] as string;
+      ok(await withCookie(rotated, 'GET', '/v1/account'));
+      await h.store.apiKeys.replace(
+        {
+          id: newId('apiKey'),
+          accountId: h.accountId,
+          name: 'desk',
+          digest: secretDigest(newApiKey()),
+          start: 'svc_sk_zz',
+          createdAt: clock.now().toISOString(),
+        },
+        clock.now().toISOString(),
+      );
+      expectError(await withCookie(rotated, 'GET', '/v1/account'), 401, 'session_expired');
     });
 
     it('a session ends after 12 h idle, use keeps it alive, and it ends after 7 days regardless', async () => {

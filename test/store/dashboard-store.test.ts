@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { secretDigest } from '../../src/ids/formats.js';
+import { newApiKey, newId, secretDigest } from '../../src/ids/formats.js';
 import type { Store } from '../../src/store/store.js';
 import { databases, type OpenedDatabase } from '../support/databases.js';
 import { at, newAccount, rawQuery } from './helpers.js';
@@ -19,13 +19,19 @@ for (const fixture of databases) {
     afterAll(async () => {
       await opened.cleanup();
     });
+    const liveKeyOf = async (accountId: string): Promise<string> => {
+      const [key] = (await store.apiKeys.list(accountId, { limit: 1 })).items;
+      if (key === undefined) throw new Error('the account has no live API key');
+      return key.id;
+    };
 
     describe('sessions', () => {
-      const newSession = async (accountId: string, createdAt = at(0)) => {
+      const newSession = async (accountId: string, createdAt = at(0), apiKeyId?: string) => {
         const digest = secretDigest(randomBytes(32).toString('base64url'));
         await store.sessions.create({
           digest,
           accountId,
+          apiKeyId: apiKeyId ?? (await liveKeyOf(accountId)),
           createdAt,
           idleExpiresAt: new Date(Date.parse(createdAt) + 12 * HOUR * 1000).toISOString(),
           expiresAt: new Date(Date.parse(createdAt) + 7 * 24 * HOUR * 1000).toISOString(),
@@ -66,12 +72,41 @@ for (const fixture of databases) {
         expect(rows.map((r) => (r as { digest: string }).digest)).not.toContain(old);
       });
 
+      it('a session lives only as long as the API key it was opened with: revoked or replaced, it ends', async () => {
+        const { account } = await newAccount(store);
+        const first = await liveKeyOf(account.id);
+        const revokedWith = await newSession(account.id, at(0), first);
+        const second = await store.apiKeys.create({
+          id: newId('apiKey'),
+          accountId: account.id,
+          name: 'second',
+          scope: 'full',
+          digest: secretDigest(newApiKey()),
+          start: 'svc_sk_ab',
+          createdAt: at(0),
+        });
+        const replacedWith = await newSession(account.id, at(0), second.id);
+        expect(await store.sessions.findLive(revokedWith, at(1))).toBeDefined();
+        expect(await store.sessions.findLive(replacedWith, at(1))).toBeDefined();
+
+        await store.apiKeys.revoke(account.id, first, at(2));
+        expect(await store.sessions.findLive(revokedWith, at(3))).toBeUndefined();
+        expect(await store.sessions.findLive(replacedWith, at(3))).toBeDefined();
+
+        await store.apiKeys.replace(
+          { id: newId('apiKey'), accountId: account.id, name: 'second', digest: secretDigest(newApiKey()), start: 'svc_sk_cd', createdAt: at(4) },
+          at(4),
+        );
+        expect(await store.sessions.findLive(replacedWith, at(5))).toBeUndefined();
+      });
+
       it('stores the digest only: a 64-hex column, never the cookie value', async () => {
         const { account } = await newAccount(store);
         const value = randomBytes(32).toString('base64url');
         await store.sessions.create({
           digest: secretDigest(value),
           accountId: account.id,
+          apiKeyId: await liveKeyOf(account.id),
           createdAt: at(0),
           idleExpiresAt: at(HOUR),
           expiresAt: at(2 * HOUR),

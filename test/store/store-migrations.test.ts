@@ -23,6 +23,7 @@ for (const fixture of databases) {
           '0012_api_keys_audit',
           '0013_retention_and_lookups',
           '0014_usage_budgets',
+          '0015_session_api_key',
         ]);
         expect(await first.migrateToLatest()).toEqual([]);
         await first.close();

@@ -77,6 +77,7 @@ export class DashboardSessions {
     await store.sessions.create({
       digest: secretDigest(cookieValue),
       accountId: verified.account.id,
+      apiKeyId: verified.key.id,
       createdAt: now.toISOString(),
       idleExpiresAt: new Date(now.getTime() + SESSION_IDLE_MS).toISOString(),
       expiresAt: expiresAt.toISOString(),

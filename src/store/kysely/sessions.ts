@@ -11,6 +11,7 @@ export class KyselySessionRepo implements SessionRepo {
       .values({
         digest: session.digest,
         account_id: session.accountId,
+        api_key_id: session.apiKeyId,
         created_at: session.createdAt,
         last_seen_at: session.createdAt,
         idle_expires_at: session.idleExpiresAt,
@@ -22,12 +23,16 @@ export class KyselySessionRepo implements SessionRepo {
   }
 
   async findLive(digest: string, now: string): Promise<SessionRecord | undefined> {
+    // Read on every dashboard call, never cached: a key deleted or rotated by any process ends its
+    // sessions from their next call.
     const row = await this.ctx.db
       .selectFrom('dashboard_sessions')
-      .selectAll()
-      .where('digest', '=', digest)
-      .where('idle_expires_at', '>', now)
-      .where('expires_at', '>', now)
+      .innerJoin('api_keys', 'api_keys.id', 'dashboard_sessions.api_key_id')
+      .selectAll('dashboard_sessions')
+      .where('dashboard_sessions.digest', '=', digest)
+      .where('dashboard_sessions.idle_expires_at', '>', now)
+      .where('dashboard_sessions.expires_at', '>', now)
+      .where('api_keys.revoked_at', 'is', null)
       .executeTakeFirst();
     return row === undefined ? undefined : toSession(row);
   }
@@ -70,6 +75,7 @@ function toSession(row: DashboardSessionsTable): SessionRecord {
   return {
     digest: row.digest,
     accountId: row.account_id,
+    apiKeyId: row.api_key_id ?? '',
     createdAt: row.created_at,
     lastSeenAt: row.last_seen_at,
     idleExpiresAt: row.idle_expires_at,

@@ -14,6 +14,7 @@ import * as m0011 from './0011_kek_mac_keys.js';
 import * as m0012 from './0012_api_keys_audit.js';
 import * as m0013 from './0013_retention_and_lookups.js';
 import * as m0014 from './0014_usage_budgets.js';
+import * as m0015 from './0015_session_api_key.js';
 
 /** A migration module: plain Kysely DDL, branching on the dialect only for column types. */
 interface MigrationModule {
@@ -41,6 +42,7 @@ const MIGRATIONS: Readonly<Record<string, MigrationModule>> = {
   '0012_api_keys_audit': m0012,
   '0013_retention_and_lookups': m0013,
   '0014_usage_budgets': m0014,
+  '0015_session_api_key': m0015,
 };
 
 export function migrationProvider(dialect: DialectName): MigrationProvider {
