@@ -36,6 +36,7 @@ import { tokenRoutes } from './routes/tokens.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { webhookToolRoutes } from './routes/webhook-tools.js';
 import { SHARED_SCHEMAS } from './schemas.js';
+import { clientIp } from '../rules/ip-match.js';
 
 export interface ApiAppOptions {
   readonly logger: FastifyBaseLogger;
@@ -84,6 +85,16 @@ export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promis
   // The type parameters differ between the HTTP and HTTPS instances; routes see neither.
   const app = base.withTypeProvider<TypeBoxTypeProvider>() as unknown as ApiServer;
   registerJsonBodies(app);
+
+  app.decorateRequest('clientIp', '');
+  app.addHook('onRequest', async (request) => {
+    const forwarded = request.headers['x-forwarded-for'];
+    request.clientIp = clientIp(
+      request.socket.remoteAddress ?? '',
+      Array.isArray(forwarded) ? forwarded.join(',') : forwarded,
+      deps.trustProxy ?? null,
+    );
+  });
 
   const routeMethods = new RouteMethods();
   app.addHook('onRoute', (route) => {

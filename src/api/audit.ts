@@ -33,7 +33,7 @@ export async function audited<T>(
         action,
         objectId,
         actor: request.actor,
-        ip: request.ip,
+        ip: request.clientIp,
         at: deps.now(),
         eventData,
       });

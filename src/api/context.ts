@@ -14,6 +14,7 @@ import type { Actor } from '../store/access-records.js';
 import type { AccountRecord } from '../store/records.js';
 import type { Store } from '../store/store.js';
 import type { Vault } from '../vault/vault.js';
+import type { IpMatcher } from '../rules/ip-match.js';
 
 /** What the management API needs from the rest of the server, passed in once at start. */
 export interface ApiDeps {
@@ -48,6 +49,8 @@ export interface ApiDeps {
    * in-memory ones of the API's own when absent.
    */
   readonly counters?: Counters | undefined;
+  /** `trust_proxy`: the proxies whose X-Forwarded-For is believed; the socket address without. */
+  readonly trustProxy?: IpMatcher | null | undefined;
   /** `log_retention` and `rollup_retention` as `GET /v1/account` shows them (default 30d, 400d). */
   readonly retention?: { readonly logs: string; readonly rollups: string } | undefined;
 }
@@ -66,5 +69,10 @@ declare module 'fastify' {
     account: AccountRecord;
     /** Who is making the request (API key, dashboard session), for the audit log. */
     actor: Actor;
+    /**
+     * The caller's address, read as the proxy reads it (`trust_proxy`, DESIGN §4): behind a load
+     * balancer the socket address is the balancer's, shared by every user.
+     */
+    clientIp: string;
   }
 }

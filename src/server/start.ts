@@ -26,6 +26,7 @@ import { redactRedisUrl } from '../cluster/redis-url.js';
 import { bindError, preflight } from './preflight.js';
 import { VERSION } from '../version.js';
 import { startRetentionWorker, type RetentionWorker } from '../retention/retention-worker.js';
+import { compileIpMatcher } from '../rules/ip-match.js';
 
 export interface RunningServer {
   readonly apiUrl: string;
@@ -217,6 +218,7 @@ async function startLocked(
       publicApiUrl: config.publicApiUrl,
       degraded: () => cluster.degraded(),
       counters: limits.counters,
+      trustProxy: config.trustProxy.length === 0 ? null : compileIpMatcher(config.trustProxy),
       retention: { logs: config.logRetention.text, rollups: config.rollupRetention.text },
     },
     {

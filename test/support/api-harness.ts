@@ -6,6 +6,7 @@ import { buildApiApp } from '../../src/api/app.js';
 import type { ApiServer } from '../../src/api/context.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { ProviderRegistry, type Provider } from '../../src/providers/providers.js';
+import { compileIpMatcher } from '../../src/rules/ip-match.js';
 import type { PlanName } from '../../src/store/records.js';
 import type { Store } from '../../src/store/store.js';
 import { createLocalVault } from '../../src/vault/local-kek.js';
@@ -55,6 +56,8 @@ export async function startApiHarness(
     metricsRegistry?: Registry;
     /** Serve TLS, for tests that listen on a real socket. */
     https?: { key: string; cert: string };
+    /** The `trust_proxy` setting's entries. */
+    trustProxy?: string[];
   } = {},
 ): Promise<ApiHarness> {
   const db = await fixture.create();
@@ -70,6 +73,7 @@ export async function startApiHarness(
       publicProxyUrl: PROXY_URL,
       plans: PLANS,
       now,
+      trustProxy: options.trustProxy === undefined ? null : compileIpMatcher(options.trustProxy),
     },
     { logger, version: 'test', metricsRegistry: options.metricsRegistry, https: options.https },
   );

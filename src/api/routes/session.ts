@@ -28,7 +28,7 @@ export function sessionRoutes(
   app.post('/session', { schema: { hide: true, body: SignInBody } }, async (request, reply) => {
     requireSameOrigin(request, publicApiUrl);
     const at = now();
-    const verified = await sessions.verify(request.body.api_key, request.ip, at);
+    const verified = await sessions.verify(request.body.api_key, request.clientIp, at);
     request.account = verified.account;
     request.actor = { type: 'api_key', id: verified.key.id, name: verified.key.name };
     const signedIn = await audited(deps, request, async (tx, audit) => {
