@@ -87,13 +87,14 @@ export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promis
   registerJsonBodies(app);
 
   app.decorateRequest('clientIp', '');
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', (request, _reply, done) => {
     const forwarded = request.headers['x-forwarded-for'];
     request.clientIp = clientIp(
       request.socket.remoteAddress ?? '',
       Array.isArray(forwarded) ? forwarded.join(',') : forwarded,
       deps.trustProxy ?? null,
     );
+    done();
   });
 
   const routeMethods = new RouteMethods();
