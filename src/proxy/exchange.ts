@@ -213,7 +213,7 @@ export class Exchange implements RelayOwner {
     if (a === UNBUDGETED) return this.#send();
     if (this.#clientGone) {
       // Already recorded (on close) while the reservation was made: release it here.
-      if (a.ok) this.#ctx.deps.usage?.budgets?.settle(a.hold, NO_USAGE, this.#ctx.now());
+      if (a.ok) this.#ctx.deps.usage?.budgets?.release(a.hold, this.#ctx.now());
       return;
     }
     if (!a.ok) return this.refuse('budget_exceeded', a.headers, a.message);
@@ -344,10 +344,13 @@ export class Exchange implements RelayOwner {
         ? recordedUsage(deps.usage, relay.scanner, provider, this.#requestModel, this.path)
         : NO_USAGE;
     const upstreamMs = relay === null ? null : relay.upstreamMs;
-    // An upstream error or a client gone before any answer spent nothing: the reservation is released.
     if (this.#hold !== null) {
-      const answered = upstreamMs !== null;
-      deps.usage?.budgets?.settle(this.#hold, answered ? usage : NO_USAGE, this.#ctx.now());
+      // No answer, or an error answer without usage, spent nothing: the reservation is released.
+      // Any other answer is charged, its unreported parts at their worst case (budget-guard.ts).
+      const reported = usage.inputTokens !== null || usage.outputTokens !== null;
+      if (upstreamMs !== null && (reported || status < 400))
+        deps.usage?.budgets?.settle(this.#hold, usage, this.#ctx.now());
+      else deps.usage?.budgets?.release(this.#hold, this.#ctx.now());
       this.#hold = null;
     }
     try {

@@ -34,6 +34,8 @@ export interface Hold {
   readonly accountId: string;
   readonly tokenId: string;
   readonly provider: string;
+  /** What was reserved for: the parts of the usage a provider does not report are charged at it. */
+  readonly worst: WorstCase;
   readonly held: readonly Held[];
 }
 
@@ -158,19 +160,22 @@ export class BudgetGuard {
       }
       held.push({ scope, budget, key, amount, limit, expiresAt, period: window.name });
     }
-    return { accountId: token.accountId, tokenId: token.id, provider, held };
+    return { accountId: token.accountId, tokenId: token.id, provider, worst, held };
   }
 
-  /** Replaces the reserved worst case by the real usage (0 when unknown). Never throws, never waits. */
+  /**
+   * Replaces the reserved worst case by the usage of an answered request. A part the provider did
+   * not report (a stream without `include_usage`, a client gone mid-answer) is charged at its worst
+   * case: counted as 0, it let streamed requests run on a budget for free. Never throws, never waits.
+   */
   settle(hold: Hold, actual: ActualUsage, now: number): void {
-    const tokens = (actual.inputTokens ?? 0) + (actual.outputTokens ?? 0);
+    const input = actual.inputTokens ?? hold.worst.inputTokens;
+    const output = actual.outputTokens ?? hold.worst.outputTokens;
+    const model = actual.model ?? hold.worst.model;
+    const tokens = input + output;
     let cost: number | null = null;
     for (const h of hold.held) {
-      if (isUsdBudget(h.budget)) {
-        cost ??=
-          costMicros(this.#priceOf(hold.provider, actual.model), actual.inputTokens, actual.outputTokens) ??
-          0;
-      }
+      if (isUsdBudget(h.budget)) cost ??= reservedCost(this.#priceOf(hold.provider, model), input, output);
       const spent = isUsdBudget(h.budget) ? (cost as number) : tokens;
       const delta = spent - h.amount;
       const after = (total: number): void => {
@@ -199,6 +204,14 @@ export class BudgetGuard {
   /** The model's price, else the provider's highest (a USD budget never lets an unlisted model run free). */
   #priceOf(provider: string, model: string | null): Price | undefined {
     return this.#o.prices.lookup(provider, model) ?? this.#o.prices.highest(provider);
+  }
+
+  /**
+   * Gives a reservation back whole: the request spent nothing (refused upstream with no usage, the
+   * provider unreachable, the client gone before an answer). Never throws, never waits.
+   */
+  release(hold: Hold, now: number): void {
+    this.#release(hold.held, now);
   }
 
   #release(held: readonly Held[], now: number): void {

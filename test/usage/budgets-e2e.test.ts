@@ -168,6 +168,49 @@ for (const fixture of databases) {
       expect(spentOf(tokenId)).toBe(0);
     });
 
+    it('a stream that reports no usage is charged its worst case, not nothing', async () => {
+      const { token, tokenId } = await h.createToken({ budget: { tokens: 3 * WORST, period: 'day' } });
+      // OpenAI streams carry usage only when the request asks for it (stream_options.include_usage).
+      const streamed = JSON.stringify({ ...JSON.parse(BODY), stream: true });
+      const worst = Buffer.byteLength(streamed) + 60;
+      const statuses: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        const res = await h.send('/openai/v1/chat/completions', {
+          method: 'POST',
+          headers: json(token),
+          body: streamed,
+        });
+        statuses.push(res.status);
+        if (res.status === 200) {
+          const record = await h.recordOf(res.headers['x-tokenproxy-request-id']);
+          expect(record.outputTokens).toBeNull();
+        }
+      }
+      // Each answered stream keeps its worst case, so the budget of about three stops the fourth.
+      expect(statuses.filter((s) => s === 200).length).toBe(Math.floor((3 * WORST) / worst));
+      expect(statuses.at(-1)).toBe(429);
+      expect(spentOf(tokenId)).toBe(statuses.filter((s) => s === 200).length * worst);
+    });
+
+    it('a client gone in the middle of a stream is charged its worst case', async () => {
+      const { token, tokenId } = await h.createToken({ budget: { tokens: 100_000, period: 'day' } });
+      const streamed = JSON.stringify({ ...JSON.parse(BODY), stream: true, stream_options: { include_usage: true } });
+      const worst = Buffer.byteLength(streamed) + 60;
+      const controller = new AbortController();
+      const res = await request(`${h.url}/openai/v1/chat/completions`, {
+        dispatcher: h.dispatcher,
+        method: 'POST',
+        headers: { ...json(token), 'x-mock-chunks': '50', 'x-mock-gap-ms': '100' },
+        body: streamed,
+        signal: controller.signal,
+      });
+      expect(res.statusCode).toBe(200);
+      for await (const _chunk of res.body) break; // the first chunk, then leave
+      controller.abort();
+      await h.waitForRecord((r) => r.tokenId === tokenId);
+      await until('the reservation to be settled', () => spentOf(tokenId) === worst, POLL);
+    });
+
     it('a streamed body longer than the prefix is forwarded whole, and reserved with the default', async () => {
       const { token, tokenId } = await h.createToken({ budget: { tokens: 10_000_000, period: 'day' } });
       const padding = 'x'.repeat(40_000);
@@ -181,7 +224,9 @@ for (const fixture of databases) {
       const received = h.mock.received.at(-1);
       expect(received?.body.toString()).toBe(body);
       await h.recordOf(res.headers['x-tokenproxy-request-id']);
-      expect(spentOf(tokenId)).toBe(0); // the echo says no usage: settled at 0
+      // The echo reports no usage, so the answer keeps its worst case: every byte of the body as input,
+      // and the default (1,000 here) as output, since a body past the prefix could name a later maximum.
+      expect(spentOf(tokenId)).toBe(Buffer.byteLength(body) + 1000);
     });
 
     it("a USD budget counts cost, and charges an unlisted model at the provider's highest price", async () => {
