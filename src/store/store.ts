@@ -92,4 +92,6 @@ export interface JobLeaseRepo {
   acquire(name: string, holder: string, now: string, until: string): Promise<boolean>;
   /** Gives the lease up if `holder` still has it. */
   release(name: string, holder: string): Promise<void>;
+  /** Deletes the leases that ran out before `now` (an expired lease is free anyway); returns how many. */
+  purgeExpired(now: string): Promise<number>;
 }

@@ -1,10 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { errorName } from '../errors/summary.js';
 import type { EventPublisher } from '../events/publisher.js';
 import type { Counters, MaybePromise } from '../limits/counters.js';
 import type { UsageModelRollupRepo } from '../store/dashboard-records.js';
 import type { TokenRecord } from '../store/records.js';
-import type { AccountRepo } from '../store/store.js';
+import type { AccountRepo, JobLeaseRepo } from '../store/store.js';
 import { budgetLimit, describeBudget, isUsdBudget, periodWindow, type Budget } from './budget.js';
 import { costMicros, type Price, type PriceTable } from './prices.js';
 
@@ -15,6 +16,8 @@ export const ACCOUNT_BUDGET_TTL_MS = 10_000;
 /** A `total` budget's counter is re-seeded from the store at least this often (counters need an end). */
 const TOTAL_COUNTER_MS = 400 * 24 * 3600 * 1000;
 const MAX_ENTRIES = 100_000;
+/** Marks of past periods are deleted at most this often (one row per budget event and period). */
+const PURGE_MARKS_EVERY_MS = 60 * 60 * 1000;
 
 export type BudgetScope = 'token' | 'account';
 
@@ -66,6 +69,8 @@ export interface BudgetGuardOptions {
   readonly store: {
     readonly accounts: Pick<AccountRepo, 'get'>;
     readonly usageModelRollups: Pick<UsageModelRollupRepo, 'spent'>;
+    /** Holds the once-per-period marks of the budget events, so a restart does not send them again. */
+    readonly jobLeases: Pick<JobLeaseRepo, 'acquire' | 'purgeExpired'>;
   };
   readonly publisher: EventPublisher;
   readonly logger?: Logger | undefined;
@@ -97,6 +102,7 @@ export class BudgetGuard {
   readonly #accounts = new Map<string, AccountBudget>();
   /** Counter keys this process has seeded from the store, with when the counter ends. */
   readonly #seeded = new Map<string, number>();
+  #nextMarkPurge = 0;
 
   constructor(options: BudgetGuardOptions) {
     this.#o = options;
@@ -159,6 +165,13 @@ export class BudgetGuard {
         return { refused: true, scope, budget, resetsAt: budget.period === 'total' ? null : window.end };
       }
       held.push({ scope, budget, key, amount, limit, expiresAt, period: window.name });
+      // Reserved plus settled spend is what the threshold is about (docs/usage.md, "Events"): a burst
+      // of concurrent requests reaches it before any of them settles.
+      if (r.total >= limit * BUDGET_THRESHOLD) {
+        this.#once(`budget-80:${key}`, expiresAt, now, token.accountId, 'budget.threshold_reached', {
+          ...eventData(scope, token, budget, window.name, r.total),
+        });
+      }
     }
     return { accountId: token.accountId, tokenId: token.id, provider, worst, held };
   }
@@ -242,7 +255,11 @@ export class BudgetGuard {
     this.#seeded.set(key, expiresAt);
   }
 
-  /** Publishes `type` once per `flag` and period (the counters make it once across processes). */
+  /**
+   * Publishes `type` once per `flag` and period. The counters answer first, without I/O, for the
+   * requests after the first; the store's mark then makes it once across processes and restarts
+   * (the counters alone forget theirs at a restart without Redis, and the event came again).
+   */
   #once(
     flag: string,
     expiresAt: number,
@@ -253,9 +270,16 @@ export class BudgetGuard {
   ): void {
     const publish = (n: number): void => {
       if (n !== 1) return;
-      this.#o.publisher
-        .publish({ accountId, type, data })
+      const leases = this.#o.store.jobLeases;
+      const nowIso = new Date(now).toISOString();
+      leases
+        .acquire(`once:${flag}`, randomUUID(), nowIso, new Date(expiresAt).toISOString())
+        .then((first) => (first ? this.#o.publisher.publish({ accountId, type, data }) : undefined))
         .catch((err: unknown) => this.#failed(err, 'event'));
+      if (now >= this.#nextMarkPurge) {
+        this.#nextMarkPurge = now + PURGE_MARKS_EVERY_MS;
+        leases.purgeExpired(nowIso).catch((err: unknown) => this.#failed(err, 'mark purge'));
+      }
     };
     try {
       const n = this.#o.counters.add(flag, 1, expiresAt, now);

@@ -9,7 +9,7 @@ import { PriceTable } from './prices.js';
 
 export interface UsageOptions {
   readonly config: Pick<Config, 'prices' | 'budgetDefaultReservation'>;
-  readonly store: Pick<Store, 'accounts' | 'usageModelRollups'>;
+  readonly store: Pick<Store, 'accounts' | 'usageModelRollups' | 'jobLeases'>;
   /** The limits' counters: budgets are shared exactly as far as rate limits are. */
   readonly counters: Counters;
   readonly publisher: EventPublisher;

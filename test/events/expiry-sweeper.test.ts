@@ -67,6 +67,7 @@ for (const fixture of databases) {
           return store.jobLeases.acquire(name, holder, now, until);
         },
         release: (name, holder) => store.jobLeases.release(name, holder),
+        purgeExpired: (now) => store.jobLeases.purgeExpired(now),
       };
       let now = new Date(at(30));
       let expiredSignals = 0;

@@ -23,6 +23,14 @@ export class KyselyJobLeaseRepo implements JobLeaseRepo {
     return row?.holder === holder;
   }
 
+  async purgeExpired(now: string): Promise<number> {
+    const result = await this.ctx.db
+      .deleteFrom('job_leases')
+      .where('lease_until', '<=', now)
+      .executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+
   async release(name: string, holder: string): Promise<void> {
     await this.ctx.db
       .deleteFrom('job_leases')

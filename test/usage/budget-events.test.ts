@@ -1,0 +1,95 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { NewEvent } from '../../src/events/publisher.js';
+import { MemoryCounters } from '../../src/limits/counters.js';
+import type { TokenRecord } from '../../src/store/records.js';
+import { BudgetGuard, isRefusal } from '../../src/usage/budget-guard.js';
+import { PriceTable } from '../../src/usage/prices.js';
+import { databases, type OpenedDatabase } from '../support/databases.js';
+import { until } from '../support/poll.js';
+import { createToken, newAccount } from '../store/helpers.js';
+
+/**
+ * The budget events come once per budget and period: across processes that share no counters, and
+ * so across a restart without Redis (the counters start empty, the store remembers). The threshold
+ * counts reserved spend, so a burst reaches it before anything settles.
+ */
+for (const fixture of databases) {
+  describe.skipIf(!fixture.available)(`budget events once per period (${fixture.name})`, () => {
+    let opened: OpenedDatabase;
+    const events: NewEvent[] = [];
+    const now = Date.parse('2026-11-28T12:00:00.000Z');
+
+    beforeAll(async () => {
+      opened = await fixture.create();
+    });
+    afterAll(async () => {
+      await opened.cleanup();
+    });
+
+    /** A process's guard: counters of its own, the one store. */
+    const process = () =>
+      new BudgetGuard({
+        counters: new MemoryCounters(),
+        prices: new PriceTable({}),
+        store: opened.store,
+        publisher: { publish: (e) => (events.push(e), Promise.resolve()) },
+      });
+    const ofToken = (type: string, token: TokenRecord) =>
+      events.filter((e) => e.type === type && e.data.token_id === token.id);
+    const worst = (tokens: number) => ({ model: null, inputTokens: tokens, outputTokens: 0 });
+
+    it('the threshold is reached by a reservation, and neither event comes again after a restart', async () => {
+      const { account } = await newAccount(opened.store);
+      const token = await createToken(opened.store, account.id, {
+        token: { budget: { tokens: 1000, period: 'day' } },
+      });
+      const first = process();
+      // 850 reserved, nothing settled yet: 85 % of the budget.
+      expect(isRefusal(await first.reserve(token, 'openai', worst(850), now))).toBe(false);
+      await until('budget.threshold_reached', () => ofToken('budget.threshold_reached', token).length === 1);
+      expect(isRefusal(await first.reserve(token, 'openai', worst(200), now + 1))).toBe(true);
+      await until('budget.exceeded', () => ofToken('budget.exceeded', token).length === 1);
+
+      // What the first process spent is in the rollups; a restarted process seeds its counter from them.
+      await opened.store.usageModelRollups.add([
+        {
+          accountId: account.id,
+          hour: '2026-11-28T12:00:00.000Z',
+          tokenId: token.id,
+          model: '',
+          requests: 1,
+          inputTokens: 850,
+          outputTokens: 0,
+          costMicros: 0,
+        },
+      ]);
+      const restarted = process();
+      expect(isRefusal(await restarted.reserve(token, 'openai', worst(10), now + 2))).toBe(false);
+      expect(isRefusal(await restarted.reserve(token, 'openai', worst(500), now + 3))).toBe(true);
+      // Let any publication the restarted process might make land before counting.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(ofToken('budget.threshold_reached', token)).toHaveLength(1);
+      expect(ofToken('budget.exceeded', token)).toHaveLength(1);
+    });
+
+    it('the next period sends them again', async () => {
+      const { account } = await newAccount(opened.store);
+      const token = await createToken(opened.store, account.id, {
+        token: { budget: { tokens: 100, period: 'day' } },
+      });
+      const guard = process();
+      const nextDay = now + 24 * 3600 * 1000;
+      expect(isRefusal(await guard.reserve(token, 'openai', worst(90), now))).toBe(false);
+      expect(isRefusal(await guard.reserve(token, 'openai', worst(90), nextDay))).toBe(false);
+      await until('two threshold events', () => ofToken('budget.threshold_reached', token).length === 2);
+      expect(ofToken('budget.threshold_reached', token).map((e) => e.data.period)).toEqual([
+        '2026-11-28',
+        '2026-11-29',
+      ]);
+      // The marks of ended periods are deleted (their rows would otherwise pile up).
+      const later = new Date(nextDay + 2 * 24 * 3600 * 1000).toISOString();
+      expect(await opened.store.jobLeases.purgeExpired(later)).toBeGreaterThanOrEqual(2);
+      expect(await opened.store.jobLeases.purgeExpired(later)).toBe(0);
+    });
+  });
+}
