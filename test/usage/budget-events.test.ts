@@ -86,9 +86,10 @@ for (const fixture of databases) {
         '2026-11-28',
         '2026-11-29',
       ]);
-      // The marks of ended periods are deleted (their rows would otherwise pile up).
+      // The marks of ended periods are deleted (their rows would otherwise pile up): sending the
+      // second day's event purged the first day's marks, so one is left for the second day.
       const later = new Date(nextDay + 2 * 24 * 3600 * 1000).toISOString();
-      expect(await opened.store.jobLeases.purgeExpired(later)).toBeGreaterThanOrEqual(2);
+      expect(await opened.store.jobLeases.purgeExpired(later)).toBe(1);
       expect(await opened.store.jobLeases.purgeExpired(later)).toBe(0);
     });
   });
