@@ -8,7 +8,7 @@ import { createAnomalyDetector, type ObservedSource } from './anomaly-detector.j
 import type { AnomalySettings } from './anomaly-model.js';
 import type { Counters, MaybePromise } from './counters.js';
 import { IpBackoff } from './ip-backoff.js';
-import { AccountQuotas } from './quota.js';
+import { AccountQuotas, COUNTED } from './quota.js';
 import { TokenRateLimits, type RateVerdict } from './rate-limit.js';
 
 export type LimitRefusal = 'rate_limited' | 'quota_exceeded';
@@ -21,6 +21,8 @@ export interface Admission {
   readonly headers: readonly string[] | null;
   /** With `quota_exceeded`: the plan's monthly limit and when the quota resets, for the message. */
   readonly quota?: QuotaRefusal | undefined;
+  /** Admitted and counted against the plan quota: `uncount` it if it is not forwarded after all. */
+  readonly counted?: boolean | undefined;
 }
 
 export interface QuotaRefusal {
@@ -42,6 +44,11 @@ export interface ProxyLimits {
   unauthorized(ip: string, now: number): MaybePromise<number>;
   /** After the origin and IP checks passed: the token's rate limit, then the account's quota. */
   admit(token: TokenRecord, now: number): MaybePromise<Admission>;
+  /**
+   * An admitted request (`counted`) that was not forwarded after all (a budget refused it, the
+   * provider could not be reached): its plan-quota count is given back. Never waits, never throws.
+   */
+  uncount(token: TokenRecord, now: number): void;
   /** Feeds the anomaly model with an authorized request. Never waits, never throws. */
   observe(token: TokenRecord, now: number, ip: string, country: string | null, source: ObservedSource): void;
   /** Forgets cached account state (plans, seeded quota usage): an account changed, or the counters did. */
@@ -61,6 +68,7 @@ export interface ProxyLimitsOptions {
 }
 
 const ADMITTED: Admission = Object.freeze({ refuse: null, headers: null });
+const ADMITTED_COUNTED: Admission = Object.freeze({ refuse: null, headers: null, counted: true });
 
 export function createProxyLimits(options: ProxyLimitsOptions): ProxyLimits {
   const { counters, store, publisher, logger } = options;
@@ -109,6 +117,13 @@ export function createProxyLimits(options: ProxyLimitsOptions): ProxyLimits {
         logger?.error({ err: errorName(err) }, 'anomaly detection failed');
       }
     },
+    uncount(token, now) {
+      try {
+        quotas.uncount(token.accountId, now);
+      } catch (err) {
+        logger?.error({ err: errorName(err) }, 'giving back a quota count failed');
+      }
+    },
     forgetAccounts() {
       quotas.forget();
     },
@@ -125,5 +140,7 @@ function admission(rate: RateVerdict | null, quotaWait: number, quota?: QuotaRef
     headers.push('Retry-After', String(quotaWait));
     return { refuse: 'quota_exceeded', headers, quota };
   }
-  return rate === null ? ADMITTED : { refuse: null, headers: rate.headers };
+  const counted = quotaWait === COUNTED;
+  if (rate === null) return counted ? ADMITTED_COUNTED : ADMITTED;
+  return { refuse: null, headers: rate.headers, counted };
 }

@@ -16,6 +16,11 @@ export const PLAN_TTL_MS = 1_000;
 const RETRY_AFTER_FAILURE_MS = 1_000;
 const MAX_ACCOUNTS = 100_000;
 
+/** `check` admitted the request and counted it: `uncount` gives it back if it is not forwarded. */
+export const COUNTED = 0;
+/** `check` admitted the request without counting it: no quota applies, or the store could not say. */
+export const UNCOUNTED = -1;
+
 export interface QuotaThreshold {
   readonly accountId: string;
   readonly plan: PlanName;
@@ -61,9 +66,11 @@ interface AccountState {
  * request of an account in a period waits for the store. Plans are cached for PLAN_TTL_MS and
  * refreshed in the background, so the hot path stays synchronous.
  *
- * Answers 0 to admit, or the seconds until the quota resets (the next month) to refuse. Store
- * failures admit: a quota is a billing limit, not a security check, and the token was already
- * verified.
+ * Answers COUNTED or UNCOUNTED to admit, or the seconds until the quota resets (the next month) to
+ * refuse. Store failures admit: a quota is a billing limit, not a security check, and the token was
+ * already verified. Only forwarded requests count (docs/limits.md): a refused one's count is given
+ * back at once, and an admitted one that is refused later (a budget, the provider unreachable) is
+ * given back by `uncount`.
  */
 export class AccountQuotas {
   readonly #o: AccountQuotasOptions;
@@ -81,19 +88,29 @@ export class AccountQuotas {
     const state = this.#accounts.get(accountId);
     if (state === undefined) return this.#wait(accountId, this.#newState(accountId, now), now);
     if (state.pending !== null) return this.#wait(accountId, state, now);
-    if (now < state.failedUntil) return 0;
+    if (now < state.failedUntil) return UNCOUNTED;
     if (now - state.loadedAt >= this.#ttl && !state.refreshing) this.#refresh(accountId, state, now);
     const plan = state.plan;
     const limit = plan === undefined ? null : planLimits(this.#o.plans, plan).requestsPerMonth;
-    if (limit === null || plan === undefined) return 0;
+    if (limit === null || plan === undefined) return UNCOUNTED;
     if (state.seededPeriod !== period.name) {
       state.pending = this.#seed(accountId, state, period, now);
       return this.#wait(accountId, state, now);
     }
-    const used = this.#o.counters.add(state.seededKey as string, 1, period.end, now);
+    const key = state.seededKey as string;
+    const used = this.#o.counters.add(key, 1, period.end, now);
     return used instanceof Promise
-      ? used.then((n) => this.#judge(accountId, plan, limit, n, period, now))
-      : this.#judge(accountId, plan, limit, used, period, now);
+      ? used.then((n) => this.#judge(accountId, plan, limit, n, key, period, now))
+      : this.#judge(accountId, plan, limit, used, key, period, now);
+  }
+
+  /** Gives back the count of a request `check` answered COUNTED for, which was not forwarded. */
+  uncount(accountId: string, now: number): void {
+    const state = this.#accounts.get(accountId);
+    const period = this.#periodAt(now);
+    // A month that turned in between has a count of its own, which this request never reached.
+    if (state?.seededKey == null || state.seededPeriod !== period.name) return;
+    this.#giveBack(state.seededKey, period, now);
   }
 
   /**
@@ -118,6 +135,7 @@ export class AccountQuotas {
     plan: PlanName,
     limit: number,
     used: number,
+    key: string,
     period: Period,
     now: number,
   ): number {
@@ -128,7 +146,24 @@ export class AccountQuotas {
         this.#o.onThreshold({ accountId, plan, limit, used, period: period.name }),
       );
     }
-    return used > limit ? Math.max(1, retryAfterSeconds(period.end - now)) : 0;
+    if (used <= limit) return COUNTED;
+    // Refused requests do not count: left in, they would hold the quota shut for requests that a
+    // count given back later (a failed forward) had made room for.
+    this.#giveBack(key, period, now);
+    return Math.max(1, retryAfterSeconds(period.end - now));
+  }
+
+  #giveBack(key: string, period: Period, now: number): void {
+    try {
+      const left = this.#o.counters.add(key, -1, period.end, now);
+      if (left instanceof Promise) left.catch((err: unknown) => this.#gaveBackFailed(err));
+    } catch (err) {
+      this.#gaveBackFailed(err);
+    }
+  }
+
+  #gaveBackFailed(err: unknown): void {
+    this.#o.logger?.error({ err: errorName(err) }, 'giving back a quota count failed');
   }
 
   /**

@@ -26,7 +26,15 @@ import { Relay, type RelayOwner } from './relay.js';
 import { collectBody, collectedLength } from './request-body.js';
 import type { TokenEntry } from './token-cache.js';
 import type { Upstream } from './upstream.js';
-import { admitBudget, NO_USAGE, recordedUsage, UNBUDGETED, type BudgetAdmission } from './usage-meter.js';
+import {
+  admitBudget,
+  NO_USAGE,
+  recordedUsage,
+  settleHold,
+  UNBUDGETED,
+  wasForwarded,
+  type BudgetAdmission,
+} from './usage-meter.js';
 
 /** Status recorded for a request whose client went away before any answer (nginx's convention). */
 export const CLIENT_CLOSED_STATUS = 499;
@@ -53,6 +61,8 @@ export class Exchange implements RelayOwner {
   upstream: Upstream | undefined;
   #token: TokenEntry | null = null;
   #authorized = false;
+  /** The plan quota counted this request: given back when it is not forwarded after all. */
+  #quotaCounted = false;
   /** The forwarded leg, once the key is decrypted; null for a request that was not forwarded. */
   #relay: Relay | null = null;
   /** The proxy's own answer, for the record; null while the provider's answer is relayed. */
@@ -179,6 +189,7 @@ export class Exchange implements RelayOwner {
         );
       }
       this.limitHeaders = admission.headers;
+      this.#quotaCounted = admission.counted === true;
     }
     this.#proceed();
   }
@@ -344,13 +355,11 @@ export class Exchange implements RelayOwner {
         ? recordedUsage(deps.usage, relay.scanner, provider, this.#requestModel, this.path)
         : NO_USAGE;
     const upstreamMs = relay === null ? null : relay.upstreamMs;
+    const forwarded = wasForwarded(relay !== null, this.errorCode);
+    // Only forwarded requests use the plan quota (docs/limits.md).
+    if (this.#quotaCounted && !forwarded && token !== undefined) deps.limits?.uncount(token, this.#ctx.now());
     if (this.#hold !== null) {
-      // No answer, or an error answer without usage, spent nothing: the reservation is released.
-      // Any other answer is charged, its unreported parts at their worst case (budget-guard.ts).
-      const reported = usage.inputTokens !== null || usage.outputTokens !== null;
-      if (upstreamMs !== null && (reported || status < 400))
-        deps.usage?.budgets?.settle(this.#hold, usage, this.#ctx.now());
-      else deps.usage?.budgets?.release(this.#hold, this.#ctx.now());
+      settleHold(deps.usage?.budgets, this.#hold, usage, upstreamMs !== null, status, this.#ctx.now());
       this.#hold = null;
     }
     try {
@@ -368,7 +377,7 @@ export class Exchange implements RelayOwner {
         status,
         authorized: this.#authorized,
         latencyMs: Math.round(this.addedMs),
-        forwarded: relay !== null,
+        forwarded,
         errorCode: this.errorCode,
         model: usage.model,
         inputTokens: usage.inputTokens,

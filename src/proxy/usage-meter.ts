@@ -8,7 +8,7 @@ import { costMicros } from '../usage/prices.js';
 import { modelFromPath, REQUEST_PREFIX_BYTES, requestHints, worstCase } from '../usage/request-hints.js';
 import { UsageScanner } from '../usage/usage-scanner.js';
 import type { UsageDeps } from './deps.js';
-import { budgetExceededMessage } from './errors.js';
+import { budgetExceededMessage, type ProxyErrorCode } from './errors.js';
 
 /**
  * The proxy's side of issue 19, kept out of the request flow (exchange.ts): which answers are scanned
@@ -50,6 +50,40 @@ export function recordedUsage(
   if (model === null && input === null && output === null) return NO_USAGE;
   const price = usage?.prices.lookup(provider, model);
   return { model, inputTokens: input, outputTokens: output, costMicros: costMicros(price, input, output) };
+}
+
+/** Answers of tokenproxy's own for a request the provider never answered. */
+const NOT_FORWARDED: ReadonlySet<ProxyErrorCode> = new Set([
+  'upstream_unreachable',
+  'upstream_timeout',
+  'internal_error',
+]);
+
+/**
+ * Whether a request counts as forwarded (usage, the plan quota, the Overview's "forwarded"): sent to
+ * a provider that did not fail to answer. tokenproxy's own 502/504, for a provider it could not reach
+ * or that never answered, is an upstream error, not usage.
+ */
+export function wasForwarded(sent: boolean, errorCode: ProxyErrorCode | null): boolean {
+  return sent && (errorCode === null || !NOT_FORWARDED.has(errorCode));
+}
+
+/**
+ * Ends a budget reservation with its request. No answer, or an error answer without usage, spent
+ * nothing: released. Any other answer is charged, its unreported parts at their worst case
+ * (budget-guard.ts).
+ */
+export function settleHold(
+  budgets: BudgetGuard | undefined,
+  hold: Hold,
+  usage: RecordedUsage,
+  answered: boolean,
+  status: number,
+  now: number,
+): void {
+  const reported = usage.inputTokens !== null || usage.outputTokens !== null;
+  if (answered && (reported || status < 400)) budgets?.settle(hold, usage, now);
+  else budgets?.release(hold, now);
 }
 
 export type BudgetAdmission =

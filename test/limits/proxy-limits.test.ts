@@ -114,6 +114,50 @@ for (const fixture of databases) {
     });
   });
 
+  describe.skipIf(!fixture.available)(`only forwarded requests use the plan quota (${fixture.name})`, () => {
+    let h: ProxyHarness;
+    beforeAll(async () => {
+      h = await startProxyHarness(fixture, {
+        accountPlan: 'free',
+        limits: { plans: { free: { activeTokens: 3, requestsPerMonth: 5 } } },
+        usage: { defaultReservation: 1000 },
+        providers: () => [
+          { id: 'dead', baseUrl: 'https://127.0.0.1:1', auth: { kind: 'bearer' }, builtin: false },
+        ],
+      });
+    });
+    afterAll(async () => {
+      await h?.close();
+    });
+
+    it('refused by a budget, or sent to a provider that cannot be reached: the quota is left as it was', async () => {
+      const chat = (token: string, provider = 'openai') =>
+        h.send(`/${provider}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { ...bearer(token), 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'gpt-4o', max_tokens: 50, messages: [] }),
+        });
+      // A budget smaller than any request's worst case: every request is refused by it.
+      const { token: tight } = await h.createToken({ budget: { tokens: 10, period: 'day' } });
+      for (let i = 0; i < 8; i++) expect((await chat(tight)).json.error?.code).toBe('budget_exceeded');
+      const { token: dead } = await h.createToken({ provider: 'dead' });
+      for (let i = 0; i < 8; i++)
+        expect((await chat(dead, 'dead')).json.error?.code).toBe('upstream_unreachable');
+      const unreachable = await chat(dead, 'dead');
+      const record = await h.recordOf(unreachable.headers['x-tokenproxy-request-id']);
+      expect(record).toMatchObject({ status: 502, forwarded: false, errorCode: 'upstream_unreachable' });
+
+      // The plan's 5 requests are all still there, and the 6th is refused.
+      const { token } = await h.createToken({});
+      const statuses: number[] = [];
+      for (let i = 0; i < 6; i++) statuses.push((await chat(token)).status);
+      expect(statuses).toEqual([200, 200, 200, 200, 200, 429]);
+      expect(h.events.filter((e) => e.type === 'quota.threshold_reached')).toEqual([
+        expect.objectContaining({ data: expect.objectContaining({ used: 4 }) }),
+      ]);
+    });
+  });
+
   describe.skipIf(!fixture.available)(`unlimited plans (${fixture.name})`, () => {
     let h: ProxyHarness;
     beforeAll(async () => {
