@@ -5,7 +5,11 @@ import type { ClaimFilter, DeliveryOutcome, DisablePolicy, Store } from '../stor
 import type { AttemptResult } from './webhook-sender.js';
 
 /** Sends one claimed delivery. `permanent` failures are not retried (nothing left to send it to). */
-export type DeliverySender = (delivery: ClaimedDelivery) => Promise<AttemptResult & { permanent?: boolean }>;
+/** `shutdown` aborts when the server stops waiting for attempts in flight (`close`'s grace ran out). */
+export type DeliverySender = (
+  delivery: ClaimedDelivery,
+  shutdown: AbortSignal,
+) => Promise<AttemptResult & { permanent?: boolean }>;
 
 /**
  * A share of the worker's attempts with its own slots. Each lane claims only what its filter
@@ -42,8 +46,13 @@ export interface DeliveryWorker {
   nudge(): void;
   /** Resolves when no attempt is in flight and nothing due is left (tests). */
   idle(): Promise<void>;
-  /** Stops claiming and waits for attempts in flight; unsent work stays in the outbox. */
-  close(): Promise<void>;
+  /**
+   * Stops claiming and waits up to `graceMs` for attempts in flight, then aborts them: a hanging
+   * receiver must not hold a stopping server past its drain timeout. An aborted attempt is recorded
+   * like a failed one and retried on schedule (by this process after a restart, or another one).
+   * Unsent work stays in the outbox.
+   */
+  close(graceMs?: number): Promise<void>;
 }
 
 /** In-flight attempts of one lane, per account. */
@@ -66,6 +75,7 @@ interface LaneState {
 export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWorker {
   const { logger } = options;
   const inFlight = new Set<Promise<void>>();
+  const shutdown = new AbortController();
   const lanes: LaneState[] = options.lanes.map((lane) => ({ lane, size: 0, accounts: new Map() }));
   const webhooks = new Map<string, number>();
   let closed = false;
@@ -156,7 +166,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
     const startedAt = options.now();
     const started = performance.now();
     try {
-      result = await options.send(delivery);
+      result = await options.send(delivery, shutdown.signal);
     } catch (err) {
       result = { ok: false, error: err instanceof Error ? err.message : 'send failed', errorClass: 'other' };
     }
@@ -235,9 +245,22 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
       if (!ticking && inFlight.size === 0) return Promise.resolve();
       return new Promise((resolve) => idleWaiters.push(resolve));
     },
-    async close() {
+    async close(graceMs = Infinity) {
       closed = true;
       clearInterval(timer);
+      if (inFlight.size > 0 && Number.isFinite(graceMs)) {
+        let timeout: NodeJS.Timeout | undefined;
+        const graceOver = new Promise<void>((resolve) => (timeout = setTimeout(resolve, graceMs)));
+        await Promise.race([Promise.allSettled([...inFlight]), graceOver]);
+        clearTimeout(timeout);
+        if (inFlight.size > 0) {
+          logger.warn(
+            { in_flight: inFlight.size, grace_ms: graceMs },
+            'stopping: deliveries still in flight are cut off and retried on schedule',
+          );
+          shutdown.abort();
+        }
+      }
       while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
     },
   };

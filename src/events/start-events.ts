@@ -69,8 +69,11 @@ export interface RunningEvents {
   /** Resolves once no delivery is in flight or due right now (tests). */
   idle(): Promise<void>;
   readonly emailEnabled: boolean;
-  /** Stops the sweeper and the worker, letting attempts in flight finish. Call after the listeners drained. */
-  close(): Promise<void>;
+  /**
+   * Stops the sweeper and the worker, letting attempts in flight finish for up to `graceMs` (then they
+   * are cut off and retried later). Call after the listeners drained.
+   */
+  close(graceMs?: number): Promise<void>;
 }
 
 /** The events subsystem: outbox publisher, delivery worker (webhooks and e-mail) and expiry sweeper. */
@@ -85,7 +88,7 @@ export function startEvents(options: StartEventsOptions): RunningEvents {
     logger.warn('e-mail alerts are off: set smtp_url to send breach alerts to the accounts’ alert_email');
   }
 
-  const send: DeliverySender = async (delivery: ClaimedDelivery) => {
+  const send: DeliverySender = async (delivery: ClaimedDelivery, shutdown: AbortSignal) => {
     if (delivery.channel === 'email') {
       if (mailer === undefined || delivery.emailTo === null) {
         return { ok: false, error: 'e-mail alerts are off (no smtp_url)', permanent: true };
@@ -109,6 +112,7 @@ export function startEvents(options: StartEventsOptions): RunningEvents {
         resolver,
         timeoutMs,
         userAgent: `tokenproxy/${VERSION} (webhooks)`,
+        shutdown,
       });
     } finally {
       key.fill(0);
@@ -154,11 +158,11 @@ export function startEvents(options: StartEventsOptions): RunningEvents {
     sweepExpired: () => sweeper.sweep(),
     idle: () => worker.idle(),
     emailEnabled: mailer !== undefined,
-    close() {
+    close(graceMs) {
       closing ??= (async () => {
         await sweeper.close();
         await jobs.close();
-        await worker.close();
+        await worker.close(graceMs);
         mailer?.close();
       })();
       return closing;

@@ -31,6 +31,8 @@ export interface WebhookSenderOptions {
   /** Whole attempt, from DNS to response headers (Standard Webhooks suggests about 15 s). */
   readonly timeoutMs: number;
   readonly userAgent: string;
+  /** Aborts the attempt when the server stops (delivery-worker.ts, `close`). */
+  readonly shutdown?: AbortSignal | undefined;
 }
 
 /** The delivery body: what `GET /v1/events` lists, in a fixed field order. */
@@ -60,7 +62,8 @@ export async function sendWebhook(
       errorClass: 'refused',
     };
   }
-  const deadline = AbortSignal.timeout(options.timeoutMs);
+  const timeout = AbortSignal.timeout(options.timeoutMs);
+  const deadline = options.shutdown === undefined ? timeout : AbortSignal.any([timeout, options.shutdown]);
   let address: string;
   try {
     address = (await resolveDeliveryAddress(target, options)).address;
@@ -101,7 +104,11 @@ export async function sendWebhook(
     });
     const onAbort = (): void => {
       req.destroy();
-      finish({ ok: false, error: 'timed out', errorClass: 'timeout' });
+      finish(
+        timeout.aborted
+          ? { ok: false, error: 'timed out', errorClass: 'timeout' }
+          : { ok: false, error: 'cut off: the server was stopping', errorClass: 'other' },
+      );
     };
     deadline.addEventListener('abort', onAbort, { once: true });
     req.on('response', (res: IncomingMessage) => {

@@ -97,6 +97,8 @@ async function startLocked(
   stopStarted: () => Promise<void>,
 ): Promise<RunningServer> {
   const { logger, print } = options;
+  /** When a stop began plus the drain timeout: what is stopped after the listeners shares what is left. */
+  let drainDeadline: number | undefined;
 
   const tls = config.insecureHttp
     ? undefined
@@ -153,7 +155,11 @@ async function startLocked(
       dashboardUrl: () => `${dashboardBase ?? ''}/`,
     },
   });
-  started.push(() => events.close());
+  // Deliveries in flight get what is left of the drain timeout, so a hanging receiver never holds a
+  // stopping server past it (DESIGN §10).
+  started.push(() =>
+    events.close(Math.max(0, (drainDeadline ?? Date.now() + config.drainTimeoutMs) - Date.now())),
+  );
   // Limits (src/limits): IP backoff, rate limits, quotas, breach alerts, anomaly detection.
   const limitsPublisher: EventPublisher = events.publisher;
   const limits = createLimits({
@@ -279,6 +285,7 @@ async function startLocked(
     retention,
     close() {
       closing ??= (async () => {
+        drainDeadline = Date.now() + config.drainTimeoutMs;
         const drained = Promise.all([api.close(), proxy.close(config.drainTimeoutMs)]);
         const timer = setTimeout(() => {
           logger.warn(

@@ -111,6 +111,26 @@ for (const fixture of databases) {
       expect(h.logs.some((l) => l.includes('"outcome":"failed"'))).toBe(true);
     });
 
+    it('a stopping server cuts off a hanging delivery after its grace, and the delivery is retried later', async () => {
+      const h = await harness({ deliveryTimeoutMs: 30_000, config: { webhookRetrySchedule: [60_000] } });
+      const { id } = await addWebhook(h, receiver.url);
+      receiver.script(['hang']);
+      await h.events.publisher.publish({
+        accountId: h.accountId,
+        type: 'anomaly.detected',
+        data: { token_id: 'x', kind: 'rate_spike', details: {} },
+      });
+      await receiver.waitFor(1);
+      const stopping = Date.now();
+      await h.events.close(300);
+      // Bounded by the grace, not by the 30 s delivery timeout (a wide margin for a loaded machine).
+      expect(Date.now() - stopping).toBeLessThan(10_000);
+      expect(h.logs.some((l) => l.includes('deliveries still in flight are cut off'))).toBe(true);
+      const [delivery] = (await h.request('GET', `/v1/webhooks/${id}/deliveries`)).body.data;
+      expect(delivery).toMatchObject({ status: 'pending', attempts: 1 });
+      expect(delivery.last_error).toContain('the server was stopping');
+    });
+
     it('disables an endpoint whose deliveries failed for longer than webhook_disable_after', async () => {
       const h = await harness({
         config: { webhookRetrySchedule: [100, 100, 100, 100, 100, 100], webhookDisableAfterMs: 250 },
