@@ -50,6 +50,8 @@ export interface RedisConnection {
   readonly client: RedisClient;
   /** The command connection is connected and ready. */
   readonly up: boolean;
+  /** REDIS_COMMAND_TIMEOUT_MS: callers time their own commands (node-redis's timeout stops at the write). */
+  readonly commandTimeoutMs: number;
   /** Called with true when the command connection becomes ready, false when it is lost. */
   onChange(listener: (up: boolean) => void): void;
   /**
@@ -125,14 +127,21 @@ export function connectRedis(settings: RedisSettings, logger: Logger): RedisConn
   client.on('end', () => set(false));
   subscriber.on('error', () => undefined);
 
+  let warnedAtStart = false;
   const warnUnreachable = (err: unknown): void => {
-    if (!everUp && !closed) {
+    if (!everUp && !closed && !warnedAtStart) {
+      warnedAtStart = true;
       logger.warn(
         { redis: where, err: errorText(err) },
         'Redis is unreachable at start: starting anyway with per-process limits; retrying in the background',
       );
     }
   };
+  // A Redis that accepts the connection and then says nothing (a stopped host) raises no error.
+  setTimeout(
+    () => warnUnreachable(new Error(`no answer within ${CONNECT_TIMEOUT_MS} ms`)),
+    CONNECT_TIMEOUT_MS,
+  ).unref();
   /** The probe write: what every counter operation needs Redis to accept. */
   const write = (): Promise<void> =>
     client.sendCommand(['EVAL', PROBE_SCRIPT, '1', PROBE_KEY]).then(() => undefined);
@@ -181,6 +190,7 @@ export function connectRedis(settings: RedisSettings, logger: Logger): RedisConn
     get up() {
       return up;
     },
+    commandTimeoutMs: REDIS_COMMAND_TIMEOUT_MS,
     onChange(listener) {
       listeners.push(listener);
     },

@@ -43,6 +43,9 @@ export async function startCluster(
       name: 'tokenproxy_redis_up',
       help: 'Whether Redis answers (1) or limits are counted per process meanwhile (0).',
       registers: [registry],
+      // With --workers the primary gathers every worker's value: 0 if any of them has lost Redis
+      // (summed, two workers read 2, and one of them down read as up).
+      aggregator: 'min',
       collect() {
         this.set(connection.up ? 1 : 0);
       },

@@ -11,15 +11,17 @@ import type {
 /** What FallbackCounters needs to know of the Redis connection. */
 export interface SharedHealth {
   readonly up: boolean;
+  /** How long a shared call may take before it counts as failed (a Redis that hangs). */
+  readonly commandTimeoutMs: number;
   /** A command failed while the connection looked up: treat Redis as away until it answers again. */
   suspect(err: unknown): void;
 }
 
 /**
  * Shared counters while Redis is up, this process's own while it is away (DESIGN §9): a limit is
- * never a reason to fail a request. A call that fails in Redis is answered by the memory counters at
- * once (the connection has no offline queue and a short command timeout), and the connection is
- * marked down, so the next calls skip Redis without waiting until it answers again. The connection
+ * never a reason to fail a request. A call that fails in Redis, or does not answer within the
+ * command timeout, is answered by the memory counters, and the connection is marked down, so the
+ * next calls skip Redis without waiting until it answers again. The connection
  * logs each transition once; nothing here logs per request.
  *
  * Counts made in memory during an outage stay in memory: when Redis returns, the shared counts go
@@ -108,11 +110,33 @@ export class FallbackCounters implements Counters {
     return { count: w.count, resetAt: w.resetAt };
   }
 
+  /**
+   * The shared answer, or memory's when Redis fails or does not answer in time. The client's own
+   * command timeout covers only a command not yet written: one written to a Redis that hangs (a
+   * stopped host, a network that drops packets) waited as long as Redis did, and every counted
+   * request with it. A late answer is dropped; Redis may have counted it (docs/cluster.md).
+   */
   #either<T>(shared: MaybePromise<T>, local: () => T): MaybePromise<T> {
     if (!(shared instanceof Promise)) return shared;
-    return shared.catch((err: unknown) => {
-      this.#health.suspect(err);
-      return local();
+    return new Promise<T>((resolve) => {
+      let done = false;
+      const fallBack = (err: unknown): void => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        this.#health.suspect(err);
+        resolve(local());
+      };
+      const timer = setTimeout(
+        () => fallBack(new Error(`Redis did not answer within ${this.#health.commandTimeoutMs} ms`)),
+        this.#health.commandTimeoutMs,
+      );
+      shared.then((value) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        resolve(value);
+      }, fallBack);
     });
   }
 }

@@ -21,6 +21,9 @@ export interface TestRedis {
   start(): Promise<void>;
   /** Runs one command on a connection of its own. */
   command(args: string[]): Promise<unknown>;
+  /** SIGSTOP / SIGCONT: a Redis that hangs with its connections open (a stalled host, a black hole). */
+  pause(): void;
+  resume(): void;
   stop(): Promise<void>;
 }
 
@@ -115,8 +118,21 @@ export async function startRedis(options: { tls?: RedisTls } = {}): Promise<Test
     await exited;
   };
 
+  const signal = (name: NodeJS.Signals): void => {
+    if (child !== undefined && child.exitCode === null) child.kill(name);
+  };
+  // A paused server must not outlive the test: kill resumes it first (SIGKILL works either way).
   await start();
-  return { port, url, kill, start, command, stop: kill };
+  return {
+    port,
+    url,
+    kill,
+    start,
+    command,
+    pause: () => signal('SIGSTOP'),
+    resume: () => signal('SIGCONT'),
+    stop: kill,
+  };
 }
 
 export interface ProxyAnswer {

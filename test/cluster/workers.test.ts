@@ -183,6 +183,8 @@ describe('serve --workers 2 (the real binary)', () => {
 
     const text = await metrics();
     expect(metric(text, 'tokenproxy_workers')).toBe(2);
+    // A 0/1 gauge: the lowest worker's value, not the sum (summed, 2 workers read 2, one down read 1).
+    expect(metric(text, 'tokenproxy_redis_up')).toBe(1);
     // Each worker counted its own requests; the scrape sums them, whichever worker answered it.
     expect(forwarded(text)).toBe(6);
     expect(forwarded(await metrics())).toBe(6);

@@ -144,3 +144,42 @@ describe('a Redis that answers with errors (maxmemory reached: it refuses writes
     expect(await downFor()).toBeGreaterThanOrEqual(4_000);
   }, 30_000);
 });
+
+describe('a Redis that hangs with its connections open (SIGSTOP: a stalled host, a black hole)', () => {
+  let redis: TestRedis;
+  let connection: RedisConnection;
+  let counters: FallbackCounters;
+  const lines: string[] = [];
+
+  beforeAll(async () => {
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
+    ({ redis, connection, counters } = await fallbackOnOwnRedis(logger));
+  }, 60_000);
+
+  afterAll(async () => {
+    redis?.resume();
+    counters?.close();
+    await connection?.close();
+    await redis?.stop();
+  });
+
+  it('a call is answered from memory after the command timeout, and Redis counts as away until it answers', async () => {
+    expect((await counters.hit('rl:hang', 60_000, 1_000)).count).toBe(1);
+    redis.pause();
+    try {
+      // The client's own timeout stops at the write; without ours this waited as long as Redis did.
+      const started = Date.now();
+      const answer = await counters.hit('rl:hang', 60_000, 1_001);
+      expect(answer.count).toBe(1); // memory's own window
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(connection.up).toBe(false);
+      expect(lines.some((l) => l.includes('did not answer within 500 ms'))).toBe(true);
+      // From now on without waiting at all.
+      expect(counters.hit('rl:hang', 60_000, 1_002)).not.toBeInstanceOf(Promise);
+    } finally {
+      redis.resume();
+    }
+    await until('the connection to be up once Redis answers', () => connection.up, { timeoutMs: 20_000 });
+    expect((await counters.hit('rl:hang', 60_000, 2_000)).count).toBeGreaterThanOrEqual(2);
+  }, 40_000);
+});
