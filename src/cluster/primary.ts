@@ -6,7 +6,7 @@ import { bootstrapDefaultAccount } from '../accounts/create-account.js';
 import { ConfigError } from '../config/config-error.js';
 import type { Config } from '../config/load.js';
 import { octal, prepareDataDir } from '../server/data-dir.js';
-import { acquireServeLock } from './serve-lock.js';
+import { acquireServeLock, withBootstrapLock } from './serve-lock.js';
 import { bindError, preflight } from '../server/preflight.js';
 import { openStore } from '../store/open.js';
 import { loadTlsMaterial } from '../tls/tls-material.js';
@@ -65,7 +65,9 @@ export async function runPrimary(config: Config, options: PrimaryOptions): Promi
       // Proven (and on a new store created) before any worker starts; the workers prove it again.
       await (await openKek(config, options.env, store, logger)).close();
       return await supervise(config, options, async () => {
-        const created = await bootstrapDefaultAccount(store, new Date());
+        // Under the same lock as a single serve's: primaries (and serves) starting together on an
+        // empty store create one `default` account between them.
+        const created = await withBootstrapLock(config, () => bootstrapDefaultAccount(store, new Date()));
         if (created) {
           print(
             `Created account "default" (${created.account.id}, plan free). Its API key, shown only this once:`,
