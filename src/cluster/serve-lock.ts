@@ -4,13 +4,17 @@ import { join } from 'node:path';
 import type pg from 'pg';
 import { ConfigError } from '../config/config-error.js';
 import type { Config } from '../config/load.js';
-import { acquireInstanceLock } from '../server/instance-lock.js';
+import { acquireInstanceLock, joinAsMember } from '../server/instance-lock.js';
+import { redactDatabaseUrl } from '../store/database-url.js';
+import { StoreUnavailableError } from '../store/errors.js';
 
 /**
  * Who may serve a store (DESIGN §9). Without `redis`, one process per store: two would each count
- * limits alone. SQLite uses the `serve.lock` file; PostgreSQL a session advisory lock held by a
- * connection of its own for the life of the process (it goes with the process, however it dies).
- * With `redis`, every process on the store is a member of one cluster and none is refused.
+ * limits alone. With `redis`, every process on the store is a member of one cluster. The two kinds
+ * exclude each other: one process without `redis` beside a cluster counts alone as well. SQLite uses
+ * `serve.lock` and `serve.members/` (src/server/instance-lock.ts); PostgreSQL a session advisory lock
+ * held by a connection of its own for the life of the process (it goes with the process, however it
+ * dies), exclusive without `redis` and shared by the members with it.
  *
  * Advisory lock keys (two int4, so pg_locks shows them as classid/objid): class ADVISORY_CLASS
  * ('toke'), object 1 = serving without redis, 2 = creating the first account.
@@ -27,10 +31,11 @@ export interface ServeLock {
 
 type LockConfig = Pick<Config, 'database' | 'dataDir' | 'redis'>;
 
-export async function acquireServeLock(config: LockConfig, now: Date): Promise<ServeLock | undefined> {
-  if (config.redis !== undefined) return undefined;
-  if (config.database === undefined) return acquireInstanceLock(config.dataDir, now);
-  return acquirePostgresServeLock(config.database, now);
+export async function acquireServeLock(config: LockConfig, now: Date): Promise<ServeLock> {
+  const member = config.redis !== undefined;
+  if (config.database === undefined)
+    return member ? joinAsMember(config.dataDir, now) : acquireInstanceLock(config.dataDir, now);
+  return acquirePostgresServeLock(config.database, now, member);
 }
 
 function holderName(now: Date): string {
@@ -48,14 +53,23 @@ async function connect(url: string, name: string): Promise<pg.Client> {
   });
   // A lost connection is reported by the store's own queries; this one only holds a lock.
   client.on('error', () => undefined);
-  await client.connect();
+  try {
+    await client.connect();
+  } catch (err) {
+    // Named as every other unreachable store is (exit 1, the database and the reason, no secret).
+    throw new StoreUnavailableError(
+      `PostgreSQL at ${redactDatabaseUrl(url)} is unavailable: ${err instanceof Error ? err.message : String(err)}`,
+      { cause: err },
+    );
+  }
   return client;
 }
 
-async function acquirePostgresServeLock(url: string, now: Date): Promise<ServeLock> {
+async function acquirePostgresServeLock(url: string, now: Date, member: boolean): Promise<ServeLock> {
   const client = await connect(url, holderName(now));
   try {
-    const got = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [
+    const take = member ? 'pg_try_advisory_lock_shared' : 'pg_try_advisory_lock';
+    const got = await client.query<{ ok: boolean }>(`SELECT ${take}($1, $2) AS ok`, [
       ADVISORY_CLASS,
       SERVE_OBJECT,
     ]);
@@ -64,8 +78,9 @@ async function acquirePostgresServeLock(url: string, now: Date): Promise<ServeLo
         application_name: string;
         client_addr: string | null;
         pid: number;
+        mode: string;
       }>(
-        `SELECT a.application_name, host(a.client_addr) AS client_addr, a.pid
+        `SELECT a.application_name, host(a.client_addr) AS client_addr, a.pid, l.mode
            FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
           WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1 AND l.objid = $2
             AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
@@ -77,9 +92,16 @@ async function acquirePostgresServeLock(url: string, now: Date): Promise<ServeLo
           ? 'another tokenproxy serve'
           : `another process ("${row.application_name}", connected from ${row.client_addr ?? 'a local socket'}, PostgreSQL backend pid ${row.pid})`;
       throw new ConfigError(
-        `setting database: ${who} is already serving this PostgreSQL database without redis. ` +
-          'Stop it first, or run every process of the service with the same --redis redis://… so they share ' +
-          'limits and revocations as one cluster.',
+        member
+          ? `setting redis: ${who} is serving this PostgreSQL database without redis, counting limits alone. ` +
+              'Stop it, or restart it with the same --redis redis://… so that both are members of one cluster.'
+          : row?.mode === 'ShareLock'
+            ? `setting redis: a tokenproxy cluster (processes with redis, such as ${who.replace('another process ', '')}) ` +
+              'is serving this PostgreSQL database. Start this one with the same --redis redis://… to join it, ' +
+              'or stop them first: a process without redis would count limits alone.'
+            : `setting database: ${who} is already serving this PostgreSQL database without redis. ` +
+              'Stop it first, or run every process of the service with the same --redis redis://… so they share ' +
+              'limits and revocations as one cluster.',
       );
     }
   } catch (err) {

@@ -1,17 +1,24 @@
 import { readFileSync } from 'node:fs';
-import { open, readFile, unlink } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '../config/config-error.js';
 import { describeFsError } from './data-dir.js';
 
 /**
- * One `serve` per SQLite data dir (DESIGN §9): two servers on one store would each count rate limits
- * and quotas alone, and both would deliver the outbox. The lock is a file naming the holder's pid; a
- * holder that died (kill -9, power cut) leaves it behind, so a lock whose process is gone is taken over.
+ * One `serve` per SQLite data dir without `redis` (DESIGN §9): two servers on one store would each
+ * count rate limits and quotas alone, and both would deliver the outbox. The lock is a file naming
+ * the holder's pid; a holder that died (kill -9, power cut) leaves it behind, so a lock whose process
+ * is gone is taken over.
+ *
+ * With `redis` any number of processes serve the store as one cluster; each leaves a file of its own
+ * in `serve.members/`. The two kinds exclude each other: a process without `redis` beside a cluster
+ * would count limits alone too. Each side writes its own file first and looks for the other's after,
+ * so of two starting at the same moment at least one sees the other.
  */
 
 export const LOCK_FILE = 'serve.lock';
+export const MEMBERS_DIR = 'serve.members';
 
 interface LockContent {
   readonly pid: number;
@@ -36,8 +43,19 @@ export async function acquireInstanceLock(dataDir: string, now: Date = new Date(
       } finally {
         await handle.close();
       }
-      return { path, release: () => releaseIfMine(path, mine) };
+      const release = (): Promise<void> => releaseIfMine(path, mine);
+      const member = await liveMember(dataDir);
+      if (member !== undefined) {
+        await release();
+        throw new ConfigError(
+          `setting redis: a tokenproxy cluster (processes with redis, such as pid ${member.pid} on ` +
+            `${member.host}) is serving ${dataDir}. Start this one with the same --redis redis://… to ` +
+            'join it, or stop them first: a process without redis would count limits alone.',
+        );
+      }
+      return { path, release };
     } catch (error) {
+      if (error instanceof ConfigError) throw error;
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') {
         throw new ConfigError(
           `setting data_dir: cannot create the lock file ${path} (${describeFsError(error)}); ` +
@@ -60,6 +78,56 @@ export async function acquireInstanceLock(dataDir: string, now: Date = new Date(
   throw new ConfigError(
     `setting data_dir: ${path} keeps reappearing: another tokenproxy is starting on ${dataDir} at the same time`,
   );
+}
+
+/** A `redis` member's mark on the data dir; refused while a process serves it without `redis`. */
+export async function joinAsMember(dataDir: string, now: Date = new Date()): Promise<InstanceLock> {
+  const dir = join(dataDir, MEMBERS_DIR);
+  const mine: LockContent = { pid: process.pid, host: hostname(), started_at: now.toISOString() };
+  const path = join(dir, `${mine.host}-${mine.pid}.json`);
+  try {
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    await writeAll(path, `${JSON.stringify(mine)}\n`);
+  } catch (error) {
+    throw new ConfigError(
+      `setting data_dir: cannot write ${path} (${describeFsError(error)}); ` +
+        'choose a directory this user can write with --data-dir',
+    );
+  }
+  const release = (): Promise<void> => releaseIfMine(path, mine);
+  const holder = await readHolder(join(dataDir, LOCK_FILE));
+  if (holder !== undefined && isRunning(holder)) {
+    await release();
+    throw new ConfigError(
+      `setting redis: another tokenproxy serve (pid ${holder.pid} on ${holder.host}, started ` +
+        `${holder.started_at}) is serving ${dataDir} without redis, counting limits alone. Stop it, or ` +
+        'restart it with the same --redis redis://… so that both are members of one cluster.',
+    );
+  }
+  return { path, release };
+}
+
+async function writeAll(path: string, text: string): Promise<void> {
+  const handle = await open(path, 'w', 0o600);
+  try {
+    await handle.writeFile(text);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** A live member of a `redis` cluster on this data dir; the files of members that died are removed. */
+async function liveMember(dataDir: string): Promise<LockContent | undefined> {
+  const dir = join(dataDir, MEMBERS_DIR);
+  const names = await readdir(dir).catch(() => [] as string[]);
+  for (const name of names) {
+    const member = await readHolder(join(dir, name));
+    // An empty file is one being written right now (or by a process that died doing it): not live.
+    if (member === undefined) continue;
+    if (isRunning(member)) return member;
+    await unlink(join(dir, name)).catch(() => undefined);
+  }
+  return undefined;
 }
 
 async function readHolder(path: string): Promise<LockContent | undefined> {

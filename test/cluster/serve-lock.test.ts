@@ -114,6 +114,52 @@ describe.skipIf(!postgres?.available)('who may serve one PostgreSQL database', (
       for (const dir of dirs) await rm(dir, { recursive: true, force: true });
     }
   }, 180_000);
+
+  it('a process without redis and the members of a redis cluster exclude each other, both ways', async () => {
+    const redis = await startRedis();
+    const dirs = await Promise.all([0, 1].map(() => mkdtemp(path.join(os.tmpdir(), 'tokenproxy-pgmix-'))));
+    const serve = (dir: string, member: boolean) => [
+      'serve',
+      ...['--data-dir', dir, '--database', db.database as string, '--insecure-http'],
+      ...['--api-port', '0', '--proxy-port', '0'],
+      ...(member ? ['--redis', redis.url] : []),
+    ];
+    try {
+      first = await startServe(serve(dirs[0] as string, true).slice(1), KEK);
+      const alone = await runCli(serve(dirs[1] as string, false), KEK);
+      expect(alone.code).toBe(2);
+      expect(alone.stderr).toContain('setting redis: a tokenproxy cluster (processes with redis');
+      expect(alone.stderr).toContain(`pid ${first.child.pid}`);
+      await first.stop();
+
+      first = await startServe(serve(dirs[0] as string, false).slice(1), KEK);
+      const member = await runCli(serve(dirs[1] as string, true), KEK);
+      expect(member.code).toBe(2);
+      expect(member.stderr).toContain(
+        'is serving this PostgreSQL database without redis, counting limits alone',
+      );
+    } finally {
+      await first?.stop();
+      first = undefined;
+      await redis.stop();
+      for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+    }
+  }, 180_000);
+
+  it('an unreachable PostgreSQL is named, without the password', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'tokenproxy-pgdown-'));
+    try {
+      const result = await runCli(
+        ['serve', '--data-dir', dir, '--database', 'postgres://tp:pg-s3cret@127.0.0.1:1/nowhere'],
+        KEK,
+      );
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain('PostgreSQL at postgres://127.0.0.1:1/nowhere is unavailable');
+      expect(result.stderr).not.toContain('pg-s3cret');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('several processes on one SQLite data dir with redis', () => {
@@ -144,6 +190,42 @@ describe('several processes on one SQLite data dir with redis', () => {
       expect(await store.accounts.count()).toBe(1);
     } finally {
       await store.close();
+    }
+  }, 180_000);
+
+  it('a process without redis is refused beside the members, and a member beside it', async () => {
+    const alone = await runCli(
+      ['serve', '--data-dir', dir, '--insecure-http', '--api-port', '0', '--proxy-port', '0'],
+      KEK,
+    );
+    expect(alone.code).toBe(2);
+    expect(alone.stderr).toContain('setting redis: a tokenproxy cluster (processes with redis');
+    await Promise.all(servers.splice(0).map((s) => s.stop()));
+
+    const own = await mkdtemp(path.join(os.tmpdir(), 'tokenproxy-sqlite-alone-'));
+    const single = await startServe(['--data-dir', own, '--insecure-http'], KEK);
+    try {
+      const member = await runCli(
+        [
+          'serve',
+          '--data-dir',
+          own,
+          '--insecure-http',
+          '--api-port',
+          '0',
+          '--proxy-port',
+          '0',
+          '--redis',
+          redis.url,
+        ],
+        KEK,
+      );
+      expect(member.code).toBe(2);
+      expect(member.stderr).toContain(`pid ${single.child.pid}`);
+      expect(member.stderr).toContain('without redis, counting limits alone');
+    } finally {
+      await single.stop();
+      await rm(own, { recursive: true, force: true });
     }
   }, 180_000);
 

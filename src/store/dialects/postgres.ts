@@ -3,6 +3,7 @@ import pg from 'pg';
 import type { DialectDatabase, DialectSupport, SecretTable } from '../dialect.js';
 import { guardDialect } from '../guard.js';
 import type { Database } from '../schema.js';
+import { redactDatabaseUrl } from '../database-url.js';
 
 export interface PostgresOptions {
   /** `postgres://` or `postgresql://` connection URL. */
@@ -54,16 +55,6 @@ function isConnectionFailure(error: unknown): boolean {
     return true;
   }
   return MESSAGES.some((message) => error.message.includes(message));
-}
-
-/** The URL without user, password or query (which may carry `password=`), for messages. */
-export function redactDatabaseUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    return `${parsed.protocol}//${parsed.host}${parsed.pathname}`;
-  } catch {
-    return 'postgres://(unparseable URL)';
-  }
 }
 
 function urlSecrets(url: string): string[] {
