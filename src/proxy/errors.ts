@@ -25,7 +25,8 @@ export const PROXY_ERROR_MESSAGES = {
   upstream_unreachable: 'The provider could not be reached.',
   upstream_timeout: 'The provider did not answer in time.',
   store_unavailable: 'The token store is unavailable; retry shortly.',
-  kek_unavailable: 'The key-encryption key (HSM) is unavailable; retry shortly.',
+  kek_unavailable:
+    'The key-encryption key is unavailable (an HSM that does not answer, or a KEK version this server cannot load); retry shortly.',
   internal_error: 'Internal error in the proxy.',
   // Only CONNECT over HTTP/2 gets it (node:http drops a CONNECT's connection itself).
   method_not_allowed:

@@ -204,6 +204,10 @@ export function createKeyring(options: KeyringOptions): Keyring {
       return (await writeVault()).mac(purpose, data);
     },
     async healthy() {
+      // A live version this process cannot load (rotated elsewhere with key material it cannot see)
+      // makes every key under it answer 503: not ready, so a load balancer takes the process out.
+      if (Date.now() - viewAt > WRITE_VIEW_MAX_AGE_MS) await refresh().catch(() => undefined);
+      if (writeBlocked !== undefined || liveVersions.some((v) => !held.has(v.id))) return false;
       return (held.get(writeId)?.vault ?? primaryVault).healthy();
     },
     async close() {

@@ -117,6 +117,27 @@ for (const fixture of databases) {
         });
         const underB = await createEnvelopeVault(B).encrypt(Buffer.from('y'), binding);
         await expect(keyring.decrypt(underB, binding)).rejects.toMatchObject({ code: 'kek_unavailable' });
+        // Not ready either: /readyz must take such a process out of a load balancer.
+        expect(await keyring.healthy()).toBe(false);
+      } finally {
+        await keyring.close();
+      }
+    });
+
+    it('healthy while every live version is held', async () => {
+      opened = await fixture.create();
+      const { store } = opened;
+      await store.keks.add({
+        id: idOf(A),
+        provider: 'local',
+        label: null,
+        canary: await sealCanary(createEnvelopeVault(A)),
+        createdAt: '2026-01-01T00:00:00.000Z',
+      });
+      const keyring = createKeyring({ keks: store.keks, primary: A, loaders: [] });
+      try {
+        await keyring.refresh();
+        expect(await keyring.healthy()).toBe(true);
       } finally {
         await keyring.close();
       }
