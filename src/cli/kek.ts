@@ -77,10 +77,20 @@ async function rotateCommand(opts: Record<string, unknown>, hooks: KekCommandHoo
     import('../vault/kek-rotate.js'),
     import('../vault/rotate-preflight.js'),
   ]);
-  // Before the store is opened: a local KEK given in the environment cannot be rotated at all.
-  await refuseRotation(config, hooks.env);
   const store = await openStore({ database: config.database, dataDir: config.dataDir });
   try {
+    // A master key in the environment that is not the store's is refused as at any start, before
+    // the advice to move it into master.key (which would put a wrong key there). Only then: with
+    // the variable no key file is read or made, and a store with no KEK yet has nothing to prove.
+    if (
+      config.kek === 'local' &&
+      hooks.env.TOKENPROXY_MASTER_KEY !== undefined &&
+      (await store.keks.list()).length > 0
+    ) {
+      await (await openKekVersions(config, hooks.env, store)).keyring.close();
+    }
+    // A local KEK given in the environment cannot be rotated at all; nor can a missing master.key.
+    await refuseRotation(config, hooks.env);
     const opened = await openKekVersions(config, hooks.env, store);
     try {
       const result = await rotateKek(store, opened, {

@@ -225,5 +225,23 @@ describe('kek rotate refuses what it cannot rotate', { timeout: 120_000 }, () =>
     expect(refused.stderr).not.toContain(master);
     expect(await storeSnapshot(world)).toBe(before);
     expect(await readdir(world.dataDir)).not.toContain('master.next.key');
+    // The advice writes the file only where there is none (set -C): never over another key.
+    expect(refused.stderr).toContain('set -C');
+  });
+
+  it('with a TOKENPROXY_MASTER_KEY that is not the store’s: refused as a KEK mismatch, and the master.key is not named as a place to write it', async () => {
+    world = await createWorld('sqlite');
+    const session = await startSession(world, {});
+    await fillStore(session, 'file');
+    expect(await session.stop()).toBe(0);
+    const keyFile = path.join(world.dataDir, 'master.key');
+    const key = await readFile(keyFile, 'utf8');
+    const wrong = Buffer.alloc(32, 0x4e).toString('base64');
+    const refused = await runCli(['kek', 'rotate', ...world.args], { TOKENPROXY_MASTER_KEY: wrong });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('KEK mismatch');
+    expect(refused.stderr).not.toContain('printf');
+    expect(refused.stderr).not.toContain(wrong);
+    expect(await readFile(keyFile, 'utf8')).toBe(key);
   });
 });
