@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { AUDIT_ACTIONS } from '../audit/actions.js';
-import { ListQuery, component } from './schemas.js';
+import { ListQuery, Name, component } from './schemas.js';
 
 /** Schemas of the API-key and audit routes (issue 18), registered as shared components. */
 
@@ -28,7 +28,7 @@ export const CreatedApiKeyObject = component(
 
 export const CreateApiKeyBody = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 200 }),
+    name: Name,
     scope: Type.Optional(Scope),
   },
   { additionalProperties: false },

@@ -7,6 +7,7 @@ import {
   StoreUnavailableError,
 } from '../store/errors.js';
 import { isVaultError } from '../vault/vault.js';
+import { DISPLAY_NAME_RULE } from '../rules/display-name.js';
 
 interface AjvError {
   readonly keyword: string;
@@ -162,6 +163,7 @@ function fromValidation(errors: AjvError[], context: string | undefined): TokenP
 /** What a value checked by a schema pattern must look like, for the parameters that have one. */
 const PATTERN_MEANS: Readonly<Record<string, string>> = {
   status: 'expected an HTTP status from 100 to 599 (such as 429) or a class from 1xx to 5xx (such as 4xx)',
+  name: `expected ${DISPLAY_NAME_RULE}`,
 };
 
 function asArray(value: unknown): unknown[] {

@@ -1,4 +1,5 @@
 import { Type, type Static, type TObject, type TSchema, type TUnsafe } from 'typebox';
+import { DISPLAY_NAME_PATTERN, DISPLAY_NAME_RULE } from '../rules/display-name.js';
 
 /**
  * JSON Schemas of the management API. The same objects validate requests, shape responses and
@@ -185,7 +186,13 @@ const RealKey = Type.String({
   description: "the provider's real API key (1 to 4096 printable ASCII characters, no spaces)",
 });
 
-const Name = Type.String({ minLength: 1, maxLength: 200 });
+/** A name people give a token, key, API key or account (src/rules/display-name.ts). */
+export const Name = Type.String({
+  minLength: 1,
+  maxLength: 200,
+  pattern: DISPLAY_NAME_PATTERN,
+  description: DISPLAY_NAME_RULE,
+});
 
 export const CreateTokenBody = Type.Object(
   {

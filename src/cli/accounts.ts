@@ -4,6 +4,7 @@ import { planLimits, usagePeriod } from '../accounts/plans.js';
 import type { Config } from '../config/load.js';
 import type { AccountRecord } from '../store/records.js';
 import type { Store } from '../store/store.js';
+import { displayNameProblem } from '../rules/display-name.js';
 
 /**
  * `tokenproxy accounts …`: the operator's account administration, straight on the data dir or
@@ -88,7 +89,8 @@ class UsageError extends Error {}
 async function createCommand(opts: Record<string, unknown>, hooks: AccountCommandHooks): Promise<number> {
   const config = hooks.configFrom(opts);
   const name = String(opts.name).trim();
-  if (name === '' || name.length > 200) return usage(hooks, '--name must be 1 to 200 characters.');
+  const nameProblem = displayNameProblem(name);
+  if (nameProblem !== undefined) return usage(hooks, `--name must be ${nameProblem}.`);
   const plan = String(opts.plan);
   const planError = unknownPlan(config, plan);
   if (planError !== undefined) return usage(hooks, `--plan: ${planError}`);
@@ -205,7 +207,8 @@ async function rotateKeyCommand(
 ): Promise<number> {
   const config = hooks.configFrom(opts);
   const keyName = String(opts.keyName).trim();
-  if (keyName === '' || keyName.length > 200) return usage(hooks, '--key-name must be 1 to 200 characters.');
+  const keyNameProblem = displayNameProblem(keyName);
+  if (keyNameProblem !== undefined) return usage(hooks, `--key-name must be ${keyNameProblem}.`);
   const { apiKeyStart, newApiKey, newId, secretDigest } = await import('../ids/formats.js');
   return withStore(config, hooks, true, async (store, cli) => {
     const account = await findAccount(store, ref);

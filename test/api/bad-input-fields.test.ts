@@ -48,6 +48,17 @@ for (const fixture of databases) {
         },
       );
 
+      it.each([
+        ['a line break', 'ops\nteam'],
+        ['a tab', 'a\tb'],
+        ['a bidirectional override', 'evil\u202Eexe.live'],
+        ['only spaces', '   '],
+      ])('refuses a name with %s, saying what a name may hold', async (_what, name) => {
+        const error = expectError(await post(tokenBody({ name })), 400, 'invalid_parameter', 'name');
+        expect(error.message).toContain('no line breaks');
+        expect(error.message).toContain('bidirectional-text controls');
+      });
+
       it('refuses rate_limit without requests or window, naming the nested field', async () => {
         expectError(
           await post(tokenBody({ rate_limit: { window: '1m' } })),

@@ -103,6 +103,10 @@ for (const fixture of databases) {
       const bad = await cli(['create', '--name', 'x', '--plan', 'gold']);
       expect(bad.code).toBe(2);
       expect(bad.stderr).toContain('unknown plan "gold". Plans in force: free, unlimited, team, tiny');
+      // A name the dashboard's "type the account name" confirmation could not take.
+      const multiline = await cli(['create', '--name', 'ops\nteam']);
+      expect(multiline.code).toBe(2);
+      expect(multiline.stderr).toContain('--name must be visible text');
     });
 
     it('list prints a table and --json, never a key', async () => {
