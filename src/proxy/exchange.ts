@@ -5,7 +5,7 @@ import { errorSummary } from '../errors/summary.js';
 import { newRequestId } from '../ids/formats.js';
 import type { ObservedRequest } from '../limits/anomaly-detector.js';
 import type { Admission } from '../limits/proxy-limits.js';
-import { recordPath } from '../requestlog/record.js';
+import { recordOrigin, recordPath } from '../requestlog/record.js';
 import { clientIp } from '../rules/ip-match.js';
 import { requestOrigin } from '../rules/origin-match.js';
 import type { Hold } from '../usage/budget-guard.js';
@@ -275,7 +275,7 @@ export class Exchange implements RelayOwner {
       requestId: this.requestId,
       accountId: token.accountId,
       tokenId: token.id,
-      origin: this.origin ?? null,
+      origin: recordOrigin(this.origin, this.originHeader),
       ip: this.ip,
       country: this.#countryOf(),
       path: recordPath(this.path),
@@ -369,7 +369,7 @@ export class Exchange implements RelayOwner {
         accountId: token?.accountId ?? null,
         tokenId: token?.id ?? null,
         provider,
-        origin: this.origin ?? null,
+        origin: recordOrigin(this.origin, this.originHeader),
         ip: this.ip,
         country: this.#countryOf(),
         pop: deps.config.pop,

@@ -55,6 +55,16 @@ export const PATH_CUT_MARK = '…[cut]';
 const MARK_BYTES = Buffer.byteLength(PATH_CUT_MARK);
 
 /**
+ * The origin as a record stores it: the one the checks used, else, when the request sent an Origin
+ * that is not one (`javascript:…`, a path, spaces), that header as sent, so the anomaly log shows
+ * what came and not "(none)". Cut like a path: one request must not carry kilobytes into the log.
+ */
+export function recordOrigin(checked: string | undefined, header: string | undefined): string | null {
+  const origin = checked ?? header;
+  return origin === undefined ? null : recordPath(origin);
+}
+
+/**
  * The path as a record stores it: unchanged when it fits, else its start and PATH_CUT_MARK, in at most
  * MAX_RECORD_PATH_BYTES bytes. Cut between characters, never inside one.
  */

@@ -114,6 +114,25 @@ for (const fixture of databases) {
       expect(h.unauthorized).toEqual([]);
     });
 
+    it('an Origin that is not an origin is logged as sent, and a long one is cut', async () => {
+      // A token of its own: its alerts must not use up the caps the other tests count on.
+      const own = await h.createToken({ realKey: 'sk-breach-origin-key-000000000000' });
+      const ips: string[] = [];
+      const long = `https://${'a'.repeat(8000)}.example`;
+      for (const origin of ['javascript:alert(1)', long]) {
+        ips.push(freshIp());
+        const res = await h.send('/openai/v1/models', from(ips.at(-1) as string, origin, own.token));
+        expect(res.status).toBe(403);
+        await h.recordOf(res.headers['x-tokenproxy-request-id']);
+      }
+      const logged = (await storedAnomalies(h, h.db.store, own.tokenId)).filter((a) => ips.includes(a.ip));
+      expect(logged).toHaveLength(2);
+      expect(logged.map((a) => a.origin?.slice(0, 19))).toEqual(
+        expect.arrayContaining(['javascript:alert(1)', 'https://aaaaaaaaaaa']),
+      );
+      for (const entry of logged) expect(Buffer.byteLength(entry.origin ?? '')).toBeLessThanOrEqual(2048);
+    });
+
     it('breach.detected carries the attempt; ip_backoff refusals are logged, counted, never alerted', async () => {
       const ip = freshIp();
       await h.send('/openai/v1/chat/completions?x=1', { ...from(ip), method: 'POST', body: '{}' });

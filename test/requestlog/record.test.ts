@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_RECORD_PATH_BYTES, PATH_CUT_MARK, recordPath } from '../../src/requestlog/record.js';
+import {
+  MAX_RECORD_PATH_BYTES,
+  PATH_CUT_MARK,
+  recordOrigin,
+  recordPath,
+} from '../../src/requestlog/record.js';
 
 describe('recordPath', () => {
   const bytes = (s: string): number => Buffer.byteLength(s);
@@ -28,5 +33,27 @@ describe('recordPath', () => {
     expect(path.startsWith(start)).toBe(true);
     // Never half a character: the kept start round-trips through UTF-8 unchanged.
     if (!path.includes('\ud800')) expect(Buffer.from(start).toString()).toBe(start);
+  });
+});
+
+describe('recordOrigin', () => {
+  it.each([
+    ['the checked origin', 'https://app.example.com', 'https://app.example.com', 'https://app.example.com'],
+    ['an Origin that is not one, as sent', undefined, 'javascript:alert(1)', 'javascript:alert(1)'],
+    ['none sent', undefined, undefined, null],
+    [
+      "the Referer's origin when that is what was checked",
+      'https://a.example',
+      undefined,
+      'https://a.example',
+    ],
+  ])('%s', (_name, checked, header, recorded) => {
+    expect(recordOrigin(checked, header)).toBe(recorded);
+  });
+
+  it('cuts a long one like a path', () => {
+    const kept = recordOrigin(undefined, `https://${'a'.repeat(8000)}.example`);
+    expect(kept?.endsWith(PATH_CUT_MARK)).toBe(true);
+    expect(Buffer.byteLength(kept ?? '')).toBeLessThanOrEqual(MAX_RECORD_PATH_BYTES);
   });
 });
