@@ -67,6 +67,36 @@ export interface List<T> {
   next_cursor: string | null;
 }
 
+/** Pages of 100 a view reads at most: 10,000 items, a list far longer than a page shows. */
+const MAX_PAGES = 100;
+
+/** A whole list, page after page, newest first; `complete` is false when it was cut at MAX_PAGES. */
+export interface Whole<T> {
+  items: T[];
+  complete: boolean;
+}
+
+/**
+ * Every item of a list endpoint. Views that look tokens up by id (names in the logs, the Revoke
+ * buttons, the kill switch) read the whole list: reading only its first page made older tokens
+ * show as deleted and their Revoke buttons disappear once an account had more than 100.
+ */
+export async function listAll<T>(path: string): Promise<Whole<T>> {
+  const items: T[] = [];
+  const glue = path.includes('?') ? '&' : '?';
+  let cursor: string | null = null;
+  for (let page = 0; page < MAX_PAGES; page++) {
+    const next: List<T> = await api<List<T>>(
+      'GET',
+      `${path}${glue}limit=100${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`,
+    );
+    items.push(...next.data);
+    if (!next.has_more || next.next_cursor === null) return { items, complete: true };
+    cursor = next.next_cursor;
+  }
+  return { items, complete: false };
+}
+
 export interface Budget {
   amount_usd?: number;
   tokens?: number;

@@ -2,7 +2,8 @@ import 'uplot/dist/uPlot.min.css';
 import './styles.css';
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { api, whenSignedOut, type Account } from './api';
+import { api, ApiError, whenSignedOut, type Account } from './api';
+import { Alert, errorText } from './ui';
 import { navigate, useLocation, VIEWS } from './router';
 import { SignIn } from './views/sign-in';
 import { Overview } from './views/overview';
@@ -39,6 +40,7 @@ function App() {
 function Shell(props: { account: Account; onAccount: (a: Account) => void; onSignedOut: () => void }) {
   const { path, params } = useLocation();
   const view = VIEWS.find((v) => v.path === path) ?? VIEWS[0];
+  const [signOutError, setSignOutError] = useState<string | null>(null);
   useEffect(() => {
     document.title = `${view.name} · tokenproxy`;
   }, [view.name]);
@@ -66,7 +68,16 @@ function Shell(props: { account: Account; onAccount: (a: Account) => void; onSig
             type="button"
             class="button ghost"
             onClick={async () => {
-              await api('DELETE', '/session').catch(() => undefined);
+              try {
+                await api('DELETE', '/session');
+              } catch (err) {
+                // Unanswered, the session stays open on the server: saying "signed out" would leave it
+                // to the next person at this browser. A session already gone (401) is signed out.
+                if (!(err instanceof ApiError && err.status === 401)) {
+                  setSignOutError(`Not signed out: ${errorText(err)} Try again.`);
+                  return;
+                }
+              }
               props.onSignedOut();
             }}
           >
@@ -74,6 +85,11 @@ function Shell(props: { account: Account; onAccount: (a: Account) => void; onSig
           </button>
         </div>
       </header>
+      {signOutError !== null && (
+        <div class="shell-alert">
+          <Alert>{signOutError}</Alert>
+        </div>
+      )}
       <nav class="nav" aria-label="Dashboard">
         <ul>
           {VIEWS.map((v) => (

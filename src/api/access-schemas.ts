@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { AUDIT_ACTIONS } from '../audit/actions.js';
+import { AUDIT_ACTIONS } from '../audit/action-names.js';
 import { ListQuery, Name, component } from './schemas.js';
 
 /** Schemas of the API-key and audit routes (issue 18), registered as shared components. */

@@ -1,32 +1,7 @@
 import { newId } from '../ids/formats.js';
 import type { Actor, AuditEntry } from '../store/access-records.js';
 import type { OutboxEvent } from '../store/store.js';
-
-/**
- * Every action the audit log records (docs/api.md, "Audit log"). An entry says who, what, which
- * object, when and from where: never a secret and never a request body.
- */
-export const AUDIT_ACTIONS = [
-  'token.created',
-  'token.updated',
-  'token.revoked',
-  'token.revoked_all',
-  'key.created',
-  'key.rotated',
-  'key.deleted',
-  'webhook.created',
-  'webhook.updated',
-  'webhook.deleted',
-  'webhook.tested',
-  'event.redelivered',
-  'account.updated',
-  'account.created',
-  'account.plan_changed',
-  'account.key_rotated',
-  'api_key.created',
-  'api_key.deleted',
-  'session.created',
-] as const;
+import { AUDIT_ACTIONS } from './action-names.js';
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

@@ -2,7 +2,7 @@
    tests read JSON bodies of known shape; a failed assumption fails the test, which is the point */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { AUDIT_ACTIONS } from '../../src/audit/actions.js';
+import { AUDIT_ACTIONS } from '../../src/audit/action-names.js';
 import { databases } from '../support/databases.js';
 import { storeDb } from '../support/store-internals.js';
 import { startEventsHarness, startReceiver, type EventsHarness, type Receiver } from '../events/support.js';

@@ -94,7 +94,14 @@ for (const fixture of databases) {
         expect(await store.sessions.findLive(replacedWith, at(3))).toBeDefined();
 
         await store.apiKeys.replace(
-          { id: newId('apiKey'), accountId: account.id, name: 'second', digest: secretDigest(newApiKey()), start: 'svc_sk_cd', createdAt: at(4) },
+          {
+            id: newId('apiKey'),
+            accountId: account.id,
+            name: 'second',
+            digest: secretDigest(newApiKey()),
+            start: 'svc_sk_cd',
+            createdAt: at(4),
+          },
           at(4),
         );
         expect(await store.sessions.findLive(replacedWith, at(5))).toBeUndefined();

@@ -1,36 +1,44 @@
 import { useEffect, useState } from 'preact/hooks';
-import { api, query, type Anomaly, type List, type Token } from '../api';
+import { api, listAll, query, type Anomaly, type List, type Token } from '../api';
 import { dateTime, reasonLabel } from '../format';
 import { navigate } from '../router';
-import { Alert, ConfirmDialog, Empty, PageHeader, StatusBadge, errorText, useLoad } from '../ui';
+import { Alert, ConfirmDialog, Empty, PageHeader, Pager, StatusBadge, errorText, useLoad } from '../ui';
 
 const POLL_MS = 2000;
 const MAX_BACKOFF_MS = 30_000;
 
 /**
- * The anomaly log, newest first, kept live by polling the first page (one request every 2 s, backing
- * off to 30 s while the server does not answer, paused while the tab is hidden).
+ * The anomaly log, newest first. Its first page is kept live by polling (one request every 2 s,
+ * backing off to 30 s while the server does not answer, paused while the tab is hidden); older pages
+ * hold still while read, so entries do not move under the reader.
  */
 export function Anomalies(props: { tokenId: string | undefined }) {
-  const [rows, setRows] = useState<Anomaly[] | undefined>(undefined);
+  const [page, setPage] = useState<List<Anomaly> | undefined>(undefined);
   const [error, setError] = useState<string | null>(null);
   const [revoke, setRevoke] = useState<Token | null>(null);
-  const tokens = useLoad(() => api<List<Token>>('GET', '/tokens?limit=100'));
-  const byId = new Map((tokens.data?.data ?? []).map((t) => [t.token_id, t]));
+  const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
+  const cursor = cursors[cursors.length - 1];
+  const tokens = useLoad(() => listAll<Token>('/tokens'));
+  const byId = new Map((tokens.data?.items ?? []).map((t) => [t.token_id, t]));
+  const live = cursor === undefined;
+
+  useEffect(() => {
+    setCursors([undefined]);
+  }, [props.tokenId]);
 
   useEffect(() => {
     let stopped = false;
     let timer: ReturnType<typeof setTimeout> | undefined;
     let delay = POLL_MS;
-    const poll = async () => {
-      if (document.visibilityState === 'visible') {
+    const load = async () => {
+      if (document.visibilityState === 'visible' || !live) {
         try {
-          const page = await api<List<Anomaly>>(
+          const next = await api<List<Anomaly>>(
             'GET',
-            `/anomalies${query({ limit: 50, token_id: props.tokenId })}`,
+            `/anomalies${query({ limit: 50, token_id: props.tokenId, cursor })}`,
           );
           if (stopped) return;
-          setRows(page.data);
+          setPage(next);
           setError(null);
           delay = POLL_MS;
         } catch (err) {
@@ -39,14 +47,15 @@ export function Anomalies(props: { tokenId: string | undefined }) {
           delay = Math.min(MAX_BACKOFF_MS, delay * 2);
         }
       }
-      if (!stopped) timer = setTimeout(() => void poll(), delay);
+      if (!stopped && live) timer = setTimeout(() => void load(), delay);
     };
-    void poll();
+    void load();
     return () => {
       stopped = true;
       clearTimeout(timer);
     };
-  }, [props.tokenId]);
+  }, [props.tokenId, cursor]);
+  const rows = page?.data;
 
   const filtered = props.tokenId === undefined ? undefined : byId.get(props.tokenId);
   return (
@@ -55,14 +64,38 @@ export function Anomalies(props: { tokenId: string | undefined }) {
         title="Anomalies"
         lead="Requests from origins or IPs your tokens do not allow, newest first. New entries appear as they happen."
       >
-        <span class="live" aria-hidden="true">
-          Live
-        </span>
+        {live && (
+          <span class={error === null ? 'live' : 'live offline'} aria-hidden="true">
+            {error === null ? 'Live' : 'Offline'}
+          </span>
+        )}
       </PageHeader>
+      <form class="filters" onSubmit={(e) => e.preventDefault()} aria-label="Filters">
+        <label class="field">
+          <span>Token</span>
+          <select
+            value={props.tokenId ?? ''}
+            onChange={(e) => {
+              const id = e.currentTarget.value;
+              navigate(id === '' ? '/anomalies' : `/anomalies${query({ token_id: id })}`);
+            }}
+          >
+            <option value="">All tokens</option>
+            {props.tokenId !== undefined && !byId.has(props.tokenId) && (
+              <option value={props.tokenId}>{props.tokenId}</option>
+            )}
+            {(tokens.data?.items ?? []).map((t) => (
+              <option key={t.token_id} value={t.token_id}>
+                {t.name}
+              </option>
+            ))}
+          </select>
+        </label>
+      </form>
       {props.tokenId !== undefined && (
         <div class="filter-note">
           <span>
-            Showing token <strong>{filtered?.name ?? props.tokenId}</strong>
+            Showing token <strong class="clip">{filtered?.name ?? props.tokenId}</strong>
           </span>
           <button type="button" class="button small" onClick={() => navigate('/anomalies')}>
             Show all tokens
@@ -97,17 +130,21 @@ export function Anomalies(props: { tokenId: string | undefined }) {
                     <tr key={a.anomaly_id}>
                       <td data-label="Time">{dateTime(a.timestamp)}</td>
                       <td class="strong" data-label="Token">
-                        {token?.name ?? '(deleted token)'}
+                        {token?.name ?? (tokens.data === undefined ? '…' : '(unknown token)')}
                       </td>
                       <td data-label="Origin">
-                        <code class="wrap">{a.origin ?? '(none)'}</code>
+                        <code class="wrap" title={a.origin ?? undefined}>
+                          {a.origin ?? '(none)'}
+                        </code>
                       </td>
                       <td data-label="IP">
                         <code>{a.ip}</code>
                       </td>
                       <td data-label="Country">{a.country ?? '—'}</td>
                       <td data-label="Path">
-                        <code class="wrap">{a.path}</code>
+                        <code class="wrap" title={a.path}>
+                          {a.path}
+                        </code>
                       </td>
                       <td data-label="Reason">
                         <span class="badge badge-revoked">{reasonLabel(a.reason)}</span>
@@ -149,6 +186,12 @@ export function Anomalies(props: { tokenId: string | undefined }) {
           </p>
         </ConfirmDialog>
       )}
+      <Pager
+        page={cursors.length - 1}
+        hasMore={page?.has_more ?? false}
+        onFirst={() => setCursors([undefined])}
+        onNext={() => page?.next_cursor && setCursors([...cursors, page.next_cursor])}
+      />
     </section>
   );
 }

@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import { api, query, type List } from '../api';
 import { dateTime } from '../format';
 import { Alert, Empty, Pager, useLoad } from '../ui';
+import { AUDIT_ACTIONS } from '../../../src/audit/action-names.js';
 
 interface AuditEntry {
   id: string;
@@ -12,25 +13,8 @@ interface AuditEntry {
   created_at: string;
 }
 
-const ACTIONS = [
-  'token.created',
-  'token.updated',
-  'token.revoked',
-  'token.revoked_all',
-  'key.created',
-  'key.rotated',
-  'key.deleted',
-  'webhook.created',
-  'webhook.updated',
-  'webhook.deleted',
-  'account.updated',
-  'account.created',
-  'account.plan_changed',
-  'account.key_rotated',
-  'api_key.created',
-  'api_key.deleted',
-  'session.created',
-];
+// The server's own list, so the filter offers every action it records.
+const ACTIONS = AUDIT_ACTIONS;
 
 function who(actor: AuditEntry['actor']): string {
   if (actor.type === 'api_key') return `API key "${actor.name}"`;

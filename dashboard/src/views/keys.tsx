@@ -1,14 +1,14 @@
 import { useState } from 'preact/hooks';
-import { api, type Key, type List } from '../api';
+import { api, listAll, type Key } from '../api';
 import { dateTime, when } from '../format';
 import { Alert, ConfirmDialog, Empty, FormDialog, PageHeader, useLoad } from '../ui';
 
 export function Keys() {
-  const { data, error, reload } = useLoad(() => api<List<Key>>('GET', '/keys?limit=100'));
+  const { data, error, reload } = useLoad(() => listAll<Key>('/keys'));
   const [rotate, setRotate] = useState<Key | null>(null);
   const [remove, setRemove] = useState<Key | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
-  const keys = data?.data ?? [];
+  const keys = data?.items ?? [];
   return (
     <section>
       <PageHeader

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { api, query, type List, type LogRecord, type Token } from '../api';
+import { api, listAll, query, type List, type LogRecord, type Token } from '../api';
 import { dateTime } from '../format';
 import { Alert, Empty, PageHeader, Pager, useLoad } from '../ui';
 
@@ -9,8 +9,8 @@ export function Logs() {
   const [status, setStatus] = useState('');
   const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
   const cursor = cursors[cursors.length - 1];
-  const tokens = useLoad(() => api<List<Token>>('GET', '/tokens?limit=100'));
-  const names = new Map((tokens.data?.data ?? []).map((t) => [t.token_id, t.name]));
+  const tokens = useLoad(() => listAll<Token>('/tokens'));
+  const names = new Map((tokens.data?.items ?? []).map((t) => [t.token_id, t.name]));
   const { data, error } = useLoad(
     () =>
       api<List<LogRecord>>(
@@ -30,7 +30,7 @@ export function Logs() {
           <span>Token</span>
           <select value={tokenId} onChange={(e) => (setTokenId(e.currentTarget.value), reset())}>
             <option value="">All tokens</option>
-            {(tokens.data?.data ?? []).map((t) => (
+            {(tokens.data?.items ?? []).map((t) => (
               <option key={t.token_id} value={t.token_id}>
                 {t.name}
               </option>
@@ -89,13 +89,17 @@ export function Logs() {
                       {!r.authorized && <span class="muted"> refused</span>}
                     </td>
                     <td data-label="Origin">
-                      <code class="wrap">{r.origin ?? '(none)'}</code>
+                      <code class="wrap" title={r.origin ?? undefined}>
+                        {r.origin ?? '(none)'}
+                      </code>
                     </td>
                     <td data-label="IP">
                       <code>{r.ip}</code>
                     </td>
                     <td data-label="Path">
-                      <code class="wrap">{r.path}</code>
+                      <code class="wrap" title={r.path}>
+                        {r.path}
+                      </code>
                     </td>
                     <td class="num" data-label="Added latency">
                       {r.latency_ms} ms

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { api, type Key, type Provider, type Token } from '../api';
+import { api, listAll, type Key, type Provider, type Token } from '../api';
 import { lines } from '../format';
 import { FormDialog, useLoad } from '../ui';
 
@@ -85,9 +85,9 @@ export function CreateTokenDialog(props: {
   const { data } = useLoad(async () => {
     const [providers, keys] = await Promise.all([
       api<{ data: Provider[] }>('GET', '/providers'),
-      api<{ data: Key[] }>('GET', '/keys?limit=100'),
+      listAll<Key>('/keys'),
     ]);
-    return { providers: providers.data, keys: keys.data.filter((k) => k.deleted_at === null) };
+    return { providers: providers.data, keys: keys.items.filter((k) => k.deleted_at === null) };
   });
   const [provider, setProvider] = useState('openai');
   const [keyId, setKeyId] = useState('');

@@ -1,5 +1,5 @@
 import { useRef, useState } from 'preact/hooks';
-import { api, type Account, type BudgetStatus, type List, type Token, type Usage } from '../api';
+import { api, listAll, type Account, type BudgetStatus, type List, type Token, type Usage } from '../api';
 import { budgetUse, count, when } from '../format';
 import { Alert, ConfirmDialog, Empty, PageHeader, StatusBadge, useLoad } from '../ui';
 import { CreateTokenDialog, EditTokenDialog } from './token-form';
@@ -12,7 +12,7 @@ type Dialog =
   | null;
 
 export function Tokens(props: { account: Account }) {
-  const { data, error, reload } = useLoad(() => api<List<Token>>('GET', '/tokens?limit=100'));
+  const { data, error, reload } = useLoad(() => listAll<Token>('/tokens'));
   // Spend against each token's budget; the list still shows when usage cannot be read.
   const { data: usage } = useLoad(() => api<Usage>('GET', '/usage?window=24h&bucket=1h').catch(() => null));
   const budgets = new Map<string, BudgetStatus>();
@@ -20,8 +20,10 @@ export function Tokens(props: { account: Account }) {
   const [dialog, setDialog] = useState<Dialog>(null);
   const [created, setCreated] = useState<(Token & { sanitized_key: string }) | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
-  const tokens = data?.data ?? [];
+  const tokens = data?.items ?? [];
   const active = tokens.filter((t) => t.status === 'active');
+  // With a list cut short the count of active tokens would be too small: the API revokes them all.
+  const activeCount = data?.complete === false ? props.account.usage.active_tokens : active.length;
 
   return (
     <section>
@@ -35,7 +37,7 @@ export function Tokens(props: { account: Account }) {
         <button
           type="button"
           class="button danger-outline"
-          disabled={active.length === 0}
+          disabled={activeCount === 0}
           onClick={() => setDialog({ kind: 'revoke-all' })}
         >
           Revoke all tokens
@@ -44,6 +46,12 @@ export function Tokens(props: { account: Account }) {
       {error !== null && <Alert>{error}</Alert>}
       {notice !== null && <Alert kind="success">{notice}</Alert>}
       {created !== null && <CreatedToken token={created} onDone={() => setCreated(null)} />}
+      {data?.complete === false && (
+        <Alert kind="info">
+          Showing the newest {count(tokens.length)} tokens. Older ones are in the API (
+          <code>GET /v1/tokens</code>).
+        </Alert>
+      )}
       <div class="card flush">
         {data !== undefined && tokens.length === 0 ? (
           <Empty>No tokens yet. Create one to hand out instead of your real key.</Empty>
@@ -176,7 +184,7 @@ export function Tokens(props: { account: Account }) {
           }}
         >
           <p>
-            The kill switch: every active token of this account ({active.length}) stops working at once. Your
+            The kill switch: every active token of this account ({activeCount}) stops working at once. Your
             real keys stay stored; create new tokens afterwards.
           </p>
         </ConfirmDialog>
@@ -188,6 +196,7 @@ export function Tokens(props: { account: Account }) {
 /** The sanitized token, shown this once; it is dropped from memory when the user closes the panel. */
 function CreatedToken(props: { token: Token & { sanitized_key: string }; onDone: () => void }) {
   const [copied, setCopied] = useState(false);
+  const [copyFailed, setCopyFailed] = useState(false);
   const field = useRef<HTMLInputElement>(null);
   return (
     <div class="card created" role="status">
@@ -207,15 +216,22 @@ function CreatedToken(props: { token: Token & { sanitized_key: string }; onDone:
           onClick={async () => {
             try {
               await navigator.clipboard.writeText(props.token.sanitized_key);
+              setCopied(true);
             } catch {
+              // No clipboard (denied, or not a secure context): select it for the user to copy.
               field.current?.select();
+              setCopyFailed(true);
             }
-            setCopied(true);
           }}
         >
           {copied ? 'Copied' : 'Copy'}
         </button>
       </div>
+      {copyFailed && (
+        <p class="muted" role="alert">
+          The browser did not let the page copy it. The token is selected: copy it with Ctrl+C (⌘C).
+        </p>
+      )}
       <p class="muted">
         Base URL for your SDK: <code>{props.token.proxy_base_url}</code>
       </p>

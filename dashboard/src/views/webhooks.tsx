@@ -1,14 +1,14 @@
 import { useState } from 'preact/hooks';
-import { api, type Delivery, type List, type Webhook } from '../api';
+import { api, listAll, type Delivery, type List, type Webhook } from '../api';
 import { dateTime, lines } from '../format';
 import { Alert, ConfirmDialog, Empty, FormDialog, PageHeader, errorText, useLoad } from '../ui';
 
 export function Webhooks() {
-  const { data, error, reload } = useLoad(() => api<List<Webhook>>('GET', '/webhooks?limit=100'));
+  const { data, error, reload } = useLoad(() => listAll<Webhook>('/webhooks'));
   const [adding, setAdding] = useState(false);
   const [secret, setSecret] = useState<string | null>(null);
   const [remove, setRemove] = useState<Webhook | null>(null);
-  const hooks = data?.data ?? [];
+  const hooks = data?.items ?? [];
   return (
     <section>
       <PageHeader
