@@ -213,7 +213,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
       delivery.channel === 'webhook' && !result.ok
         ? {
             failingSinceAtOrBefore: new Date(at.getTime() - options.disableAfterMs).toISOString(),
-            reason: `Disabled at ${at.toISOString()}: every delivery attempt failed for more than ${formatDuration(options.disableAfterMs)} (last error: ${result.error}). Delete the endpoint and create it again once the receiver works.`,
+            reason: `Disabled at ${at.toISOString()}: every delivery attempt failed for more than ${formatDuration(options.disableAfterMs)} (last error: ${result.error}). Fix the receiver, then re-enable it: PATCH /v1/webhooks/:id {"enabled": true}.`,
           }
         : undefined;
     try {

@@ -73,6 +73,8 @@ function escapeHtml(value: string): string {
 const REASONS: Readonly<Record<string, string>> = {
   origin_not_allowed: 'the origin is not in the token’s allowed hosts',
   ip_not_allowed: 'the IP address is not in the token’s allowed IPs',
+  provider_mismatch: 'the token was sent to another provider than its own, from an origin it does not allow',
+  ip_backoff: 'the IP address was held back after earlier refused requests',
 };
 
 /** The dashboard's Anomalies view filtered to the token (DESIGN §12), from the dashboard's base URL. */
@@ -129,7 +131,10 @@ export function breachEmail(
       ['Path', text(d.path)],
       ['Reason', reason],
       ['Attempts', String(attempts)],
-      ['First seen', event.createdAt],
+      [
+        attempts === 1 ? 'Seen' : 'Last seen',
+        typeof d.last_seen === 'string' ? d.last_seen : event.createdAt,
+      ],
       ['Event', event.id],
     ];
     subject = `tokenproxy alert: token "${tokenName}" used from an unauthorized ${d.reason === 'ip_not_allowed' ? 'IP' : 'origin'}`;

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { errorName } from '../errors/summary.js';
 import { settlesWithin } from '../server/settles-within.js';
-import type { OnUnauthorized, UnauthorizedAttempt } from '../anomalies/record.js';
+import type { OnUnauthorized, UnauthorizedAttempt, UnauthorizedReason } from '../anomalies/record.js';
 import type { EventPublisher } from '../events/publisher.js';
 import { BreachSummary } from './breach-summary.js';
 import type { Counters, MaybePromise, WindowCount } from './counters.js';
@@ -43,6 +43,12 @@ export interface BreachHandler {
   close(): Promise<void>;
 }
 
+/** A tuple alerted lately: when, and why its attempts were refused (for the trailing alert's reason). */
+interface Quiet {
+  readonly at: number;
+  readonly reason: UnauthorizedReason;
+}
+
 interface Pending {
   /** Latest attempt not covered by an alert yet. */
   attempt: UnauthorizedAttempt;
@@ -79,10 +85,10 @@ export function createBreachHandler(options: BreachHandlerOptions): BreachHandle
   const interval = options.intervalMs ?? BREACH_COALESCE_MS;
   const maxTracked = options.maxTracked ?? MAX_TRACKED;
   // Tuples with a trailing alert to send, and tuples alerted lately with nothing pending. The quiet
-  // ones only remember when their alert went out (the counters know it too), so they are the ones
-  // dropped first when the table is full.
+  // ones only remember when their alert went out (the counters know it too) and why, so they are the
+  // ones dropped first when the table is full.
   const pending = new Map<string, Pending>();
-  const quiet = new Map<string, number>();
+  const quiet = new Map<string, Quiet>();
   const summaries = new Map<string, BreachSummary>();
   let warnedFull = false;
 
@@ -117,6 +123,8 @@ export function createBreachHandler(options: BreachHandlerOptions): BreachHandle
       path: attempt.path,
       reason: attempt.reason,
       attempts,
+      // The latest attempt it covers (the alert itself may come up to a minute later).
+      last_seen: attempt.timestamp,
     });
   }
 
@@ -160,18 +168,25 @@ export function createBreachHandler(options: BreachHandlerOptions): BreachHandle
       alert(attempt, covered, at).catch(fail('breach alert failed'));
       pending.delete(key);
       quiet.delete(key);
-      quiet.set(key, at);
+      quiet.set(key, { at, reason: attempt.reason });
       return;
     }
     const t = pending.get(key);
     if (t !== undefined) {
-      t.attempt = attempt;
+      // The trailing alert tells the latest attempt (its time, path) but the reason they were refused:
+      // after the first refusal the IP backs off, so most later ones read `ip_backoff`.
+      t.attempt = attempt.reason === 'ip_backoff' ? { ...attempt, reason: t.attempt.reason } : attempt;
       t.owed++;
       return;
     }
-    const sentAt = quiet.get(key) ?? at;
+    const alerted = quiet.get(key);
     quiet.delete(key);
-    pending.set(key, { attempt, sentAt, owed: 1 });
+    const reason = attempt.reason === 'ip_backoff' ? (alerted?.reason ?? attempt.reason) : attempt.reason;
+    pending.set(key, {
+      attempt: reason === attempt.reason ? attempt : { ...attempt, reason },
+      sentAt: alerted?.at ?? at,
+      owed: 1,
+    });
   }
 
   /** Makes room for a new tuple: false when every tracked tuple still has a trailing alert to send. */
@@ -206,11 +221,11 @@ export function createBreachHandler(options: BreachHandlerOptions): BreachHandle
   };
 
   async function flush(at: number = now()): Promise<void> {
-    for (const [key, sentAt] of quiet) if (at - sentAt >= interval) quiet.delete(key);
+    for (const [key, q] of quiet) if (at - q.at >= interval) quiet.delete(key);
     for (const [key, t] of pending) {
       if (at - t.sentAt < interval) continue;
       pending.delete(key);
-      quiet.set(key, at);
+      quiet.set(key, { at, reason: t.attempt.reason });
       // Zero: another process's alert covered them, or the key's window is not over there yet.
       const covered = await counters.flushCoalesced(key, at, interval);
       if (covered > 0) await alert(t.attempt, covered, at);

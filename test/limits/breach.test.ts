@@ -3,6 +3,8 @@ import { databases } from '../support/databases.js';
 import { APP_ORIGIN, bearer, startProxyHarness, type ProxyHarness } from '../proxy/harness.js';
 import { countBy, EVIL_ORIGIN, pool, storedAnomalies, TRUST_LOOPBACK } from './helpers.js';
 
+const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
 const UNKNOWN_TOKEN = `svc_hb_${'1'.repeat(43)}`;
 
 for (const fixture of databases) {
@@ -148,6 +150,7 @@ for (const fixture of databases) {
             path: '/openai/v1/chat/completions',
             reason: 'origin_not_allowed',
             attempts: 1,
+            last_seen: expect.stringMatching(ISO_MS),
           },
         },
       ]);
@@ -164,7 +167,13 @@ for (const fixture of databases) {
       expect(mine()).toHaveLength(1);
       await h.limits?.breach.flush(clock + 60_000);
       expect(mine()).toHaveLength(2);
-      expect(mine()[1]?.data).toMatchObject({ attempts: 5, ip, token_id: tokenId });
+      // Those 5 were refused while the IP backed off; the alert says why the first one was.
+      expect(mine()[1]?.data).toMatchObject({
+        attempts: 5,
+        ip,
+        token_id: tokenId,
+        reason: 'origin_not_allowed',
+      });
 
       const logged = (await storedAnomalies(h, h.db.store, tokenId)).filter((a) => a.ip === ip);
       expect(countBy(logged, (a) => a.reason)).toEqual({ origin_not_allowed: 1, ip_backoff: 5 });
@@ -205,6 +214,7 @@ for (const fixture of databases) {
             path: '/anthropic/v1/messages',
             reason: 'provider_mismatch',
             attempts: 1,
+            last_seen: expect.stringMatching(ISO_MS),
           },
         },
       ]);
