@@ -150,6 +150,7 @@ for (const fixture of databases) {
             path: '/openai/v1/chat/completions',
             reason: 'origin_not_allowed',
             attempts: 1,
+            // eslint-disable-next-line @typescript-eslint/no-unsafe-assignment -- an asymmetric matcher
             last_seen: expect.stringMatching(ISO_MS),
           },
         },
@@ -214,6 +215,7 @@ for (const fixture of databases) {
             path: '/anthropic/v1/messages',
             reason: 'provider_mismatch',
             attempts: 1,
+            // eslint-disable-next-line @typescript-eslint/no-unsafe-assignment -- an asymmetric matcher
             last_seen: expect.stringMatching(ISO_MS),
           },
         },
