@@ -1,10 +1,12 @@
-import { resolve } from 'node:path';
+import { stat } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { planLimits, usagePeriod } from '../accounts/plans.js';
 import type { Config } from '../config/load.js';
 import type { AccountRecord } from '../store/records.js';
 import type { Store } from '../store/store.js';
 import { displayNameProblem } from '../rules/display-name.js';
+import { STORE_FILES } from '../server/data-dir.js';
 
 /**
  * `tokenproxy accounts …`: the operator's account administration, straight on the data dir or
@@ -95,33 +97,39 @@ async function createCommand(opts: Record<string, unknown>, hooks: AccountComman
   const planError = unknownPlan(config, plan);
   if (planError !== undefined) return usage(hooks, `--plan: ${planError}`);
   const { createAccount } = await import('../accounts/create-account.js');
-  return withStore(config, hooks, true, async (store, cli) => {
-    const first = (await store.accounts.listAll()).length === 0;
-    const { account, apiKey } = await store.transaction(async (tx) => {
-      const created = await createAccount(tx, name, plan, new Date());
-      await cli.record(tx, created.account.id, 'account.created', created.account.id);
-      return created;
-    });
-    if (opts.json === true) {
-      hooks.stdout(JSON.stringify({ account_id: account.id, api_key: apiKey }));
-    } else {
-      hooks.stdout(`Created account "${account.name}" (${account.id}, plan ${account.plan}).`);
-      hooks.stdout(`API key (shown only this once): ${apiKey}`);
-    }
-    // A mistyped --data-dir makes a store of its own, and its key works on no running server: say
-    // which store this was when it had no account before (a new one, or one no server has started on).
-    if (first) {
-      const where =
-        config.database === undefined
-          ? `SQLite in ${resolve(config.dataDir)}`
-          : 'the PostgreSQL database of --database';
-      hooks.stderr(
-        `tokenproxy: this is the first account of this store (${where}). Start tokenproxy serve with the same ` +
-          'data dir or database, or the key will not work there.',
-      );
-    }
-    return 0;
-  });
+  return withStore(
+    config,
+    hooks,
+    true,
+    async (store, cli) => {
+      const first = (await store.accounts.listAll()).length === 0;
+      const { account, apiKey } = await store.transaction(async (tx) => {
+        const created = await createAccount(tx, name, plan, new Date());
+        await cli.record(tx, created.account.id, 'account.created', created.account.id);
+        return created;
+      });
+      if (opts.json === true) {
+        hooks.stdout(JSON.stringify({ account_id: account.id, api_key: apiKey }));
+      } else {
+        hooks.stdout(`Created account "${account.name}" (${account.id}, plan ${account.plan}).`);
+        hooks.stdout(`API key (shown only this once): ${apiKey}`);
+      }
+      // A mistyped --data-dir makes a store of its own, and its key works on no running server: say
+      // which store this was when it had no account before (a new one, or one no server has started on).
+      if (first) {
+        const where =
+          config.database === undefined
+            ? `SQLite in ${resolve(config.dataDir)}`
+            : 'the PostgreSQL database of --database';
+        hooks.stderr(
+          `tokenproxy: this is the first account of this store (${where}). Start tokenproxy serve with the same ` +
+            'data dir or database, or the key will not work there.',
+        );
+      }
+      return 0;
+    },
+    { mayCreateStore: true },
+  );
 }
 
 async function listCommand(opts: Record<string, unknown>, hooks: AccountCommandHooks): Promise<number> {
@@ -294,7 +302,24 @@ async function withStore(
   hooks: AccountCommandHooks,
   writes: boolean,
   fn: (store: Store, cli: CliAudit) => Promise<number>,
+  options: { readonly mayCreateStore?: boolean } = {},
 ): Promise<number> {
+  if (config.database === undefined && options.mayCreateStore !== true) {
+    // Only `accounts create` may start a store; the others on a mistyped --data-dir would make an
+    // empty one and report an empty list, or an unknown account, as if that were the service.
+    const file = join(config.dataDir, STORE_FILES[0]);
+    if (
+      !(await stat(file).then(
+        () => true,
+        () => false,
+      ))
+    )
+      return usage(
+        hooks,
+        `no tokenproxy store in ${config.dataDir} (no ${STORE_FILES[0]}): check --data-dir (or --database), ` +
+          "or give the server's --config.",
+      );
+  }
   const [{ openStore }, { openKek }, { auditRecords, CLI_ACTOR }] = await Promise.all([
     import('../store/open.js'),
     import('../vault/open-kek.js'),

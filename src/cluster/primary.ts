@@ -53,17 +53,21 @@ export async function runPrimary(config: Config, options: PrimaryOptions): Promi
       'tightened the permissions of a data file that other users could read',
     );
   }
-  // The primary holds the store's serve lock for all its workers (none is taken with `redis`, which
-  // `workers` above 1 requires: other processes on the store are then members of one cluster).
+  // The primary joins the store for all its workers: `workers` above 1 requires `redis`, so the
+  // service is a member of a redis cluster, which a process without redis may not serve beside.
   const lock = await acquireServeLock(config, new Date());
   try {
-    // Created here once, so the workers load it instead of racing to generate one each.
-    if (!config.insecureHttp)
+    const given = config.tlsCert !== undefined || config.tlsKey !== undefined;
+    // Given certificate files are checked with the other settings, before the store is opened.
+    if (!config.insecureHttp && given)
       await loadTlsMaterial({ dataDir: config.dataDir, certFile: config.tlsCert, keyFile: config.tlsKey });
     const store = await openStore({ database: config.database, dataDir: config.dataDir });
     try {
       // Proven (and on a new store created) before any worker starts; the workers prove it again.
       await (await openKek(config, options.env, store, logger)).close();
+      // Generated here once, so the workers load it instead of racing to generate one each; and only
+      // once the KEK is accepted, so a refused start leaves no certificate behind.
+      if (!config.insecureHttp && !given) await loadTlsMaterial({ dataDir: config.dataDir });
       return await supervise(config, options, async () => {
         // Under the same lock as a single serve's: primaries (and serves) starting together on an
         // empty store create one `default` account between them.

@@ -1,3 +1,4 @@
+import { rmdir, stat } from 'node:fs/promises';
 import { errorSummary } from '../errors/summary.js';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
@@ -67,6 +68,10 @@ export async function startServer(config: Config, options: StartOptions): Promis
   // step, so a failed start never leaves an account (and a printed key) behind.
   await preflight(config);
   const sqlite = config.database === undefined;
+  const dirExisted = await stat(config.dataDir).then(
+    () => true,
+    () => false,
+  );
   for (const fix of await prepareDataDir(config.dataDir, { sqlite })) {
     logger.warn(
       { path: fix.path, from: octal(fix.from), to: octal(fix.to) },
@@ -85,6 +90,9 @@ export async function startServer(config: Config, options: StartOptions): Promis
   } catch (err) {
     // Everything started so far is stopped (the log worker's thread would keep the process alive).
     await stopStarted();
+    // A data dir this start made and left empty (an unreachable database, a bad TLS file) goes too;
+    // rmdir leaves one that has files.
+    if (!dirExisted) await rmdir(config.dataDir).catch(() => undefined);
     throw err;
   }
 }
@@ -100,9 +108,13 @@ async function startLocked(
   /** When a stop began plus the drain timeout: what is stopped after the listeners shares what is left. */
   let drainDeadline: number | undefined;
 
-  const tls = config.insecureHttp
-    ? undefined
-    : await loadTlsMaterial({ dataDir: config.dataDir, certFile: config.tlsCert, keyFile: config.tlsKey });
+  // Given certificate files are read (and refused) first, with the other settings; a certificate of
+  // our own is generated only once the store has accepted the KEK: a refused start writes nothing.
+  const given = config.tlsCert !== undefined || config.tlsKey !== undefined;
+  const tlsGiven =
+    config.insecureHttp || !given
+      ? undefined
+      : await loadTlsMaterial({ dataDir: config.dataDir, certFile: config.tlsCert, keyFile: config.tlsKey });
   if (config.insecureHttp) {
     logger.warn(
       'insecure_http is on: both listeners serve plain HTTP. Use this only behind a load balancer that terminates TLS 1.3.',
@@ -118,6 +130,8 @@ async function startLocked(
   // The KEK is proven against the store before anything else starts: a wrong one never writes.
   const vault = await openKek(config, options.env, store, logger);
   started.push(() => vault.close());
+  const tls =
+    tlsGiven ?? (config.insecureHttp ? undefined : await loadTlsMaterial({ dataDir: config.dataDir }));
   let publicProxyUrl = '';
   const providers = new ProviderRegistry(config.providers);
   const metrics = createMetrics({ providers: providers.ids() });

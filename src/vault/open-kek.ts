@@ -1,4 +1,4 @@
-import { stat, unlink } from 'node:fs/promises';
+import { rmdir, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../config/load.js';
@@ -98,6 +98,7 @@ async function openLocal(
   const envValue = env[MASTER_KEY_ENV];
   const path = join(config.dataDir, MASTER_KEY_FILE);
   const fileExisted = envValue === undefined && (await exists(path));
+  const dirExisted = await exists(config.dataDir);
   const kek = await loadLocalKek({ dataDir: config.dataDir, envValue });
   const localKek = createLocalKek(kek);
   const vault = createEnvelopeVault(localKek);
@@ -139,6 +140,8 @@ async function openLocal(
     // and left behind it would make the next start's message about a key the user never had.
     if (err instanceof KekError && envValue === undefined && !fileExisted) {
       await unlink(path).catch(() => undefined);
+      // And the data dir made for it (a mistyped --data-dir): rmdir leaves a directory that has files.
+      if (!dirExisted) await rmdir(config.dataDir).catch(() => undefined);
     }
     throw err;
   }

@@ -135,6 +135,48 @@ describe('a start that fails leaves nothing behind and names the setting', { tim
 });
 
 describe('one serve per SQLite data dir', { timeout: 120_000 }, () => {
+  it('a KEK the store refuses: no certificate is generated, and the refusal writes nothing', async () => {
+    const dir = dataDir('wrong-kek');
+    const right = { TOKENPROXY_MASTER_KEY: Buffer.alloc(32, 1).toString('base64') };
+    const server = await startServe(['--data-dir', dir], right);
+    expect(await server.stop()).toBe(0);
+    // As on a new machine's data dir beside an existing store: no certificate yet.
+    await rm(path.join(dir, 'tls'), { recursive: true, force: true });
+    const wrong = { TOKENPROXY_MASTER_KEY: Buffer.alloc(32, 2).toString('base64') };
+    const result = await runCli(['serve', '--data-dir', dir, '--api-port', '0', '--proxy-port', '0'], wrong);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('KEK mismatch');
+    expect(existsSync(path.join(dir, 'tls'))).toBe(false);
+  });
+
+  it('a start that fails on a data dir it made leaves no empty directory behind', async () => {
+    const dir = dataDir('made-then-failed');
+    const result = await runCli([
+      'serve',
+      '--data-dir',
+      dir,
+      '--tls-cert',
+      path.join(root, 'no-such-cert.pem'),
+      '--tls-key',
+      path.join(root, 'no-such-key.pem'),
+      '--api-port',
+      '0',
+      '--proxy-port',
+      '0',
+    ]);
+    expect(result.code, result.stderr).toBe(2);
+    expect(result.stderr).toContain('tls_cert: cannot read');
+    expect(existsSync(dir)).toBe(false);
+  });
+
+  it('`accounts list` on a data dir with no store says so, and creates none', async () => {
+    const dir = dataDir('mistyped');
+    const result = await runCli(['accounts', 'list', '--data-dir', dir]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(`no tokenproxy store in ${dir}`);
+    expect(existsSync(dir)).toBe(false);
+  });
+
   it('a second serve on the same data dir refuses, naming the first; after a kill -9 the lock is taken over', async () => {
     const dir = dataDir('locked');
     const first = await startServe(['--data-dir', dir]);
