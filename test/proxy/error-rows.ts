@@ -229,10 +229,11 @@ export function describeErrorRows(protocol: Protocol): void {
         it('502 upstream_unreachable when the provider refuses connections', async () => {
           const closed = await h.createToken({ provider: 'closed' });
           const res = await h.send('/closed/v1/models', { headers: bearer(closed.token) });
+          // Not forwarded: the provider never had it (no usage, no quota; the Overview's upstream error).
           await expectProxyError(res, 502, 'upstream_unreachable', {
             authorized: true,
             tokenId: closed.tokenId,
-            forwarded: true,
+            forwarded: false,
           });
           expect(res.headers['access-control-allow-origin']).toBe(APP_ORIGIN);
         });
@@ -242,7 +243,7 @@ export function describeErrorRows(protocol: Protocol): void {
           await expectProxyError(res, 504, 'upstream_timeout', {
             authorized: true,
             tokenId,
-            forwarded: true,
+            forwarded: false,
           });
         });
 
