@@ -5,6 +5,7 @@ import { SETTINGS, envName, flagName, type SettingSpec } from '../config/setting
 import { registerAccountCommands } from './accounts.js';
 import { registerKekCommands } from './kek.js';
 import { VERSION } from '../version.js';
+import { workerSlot } from '../cluster/worker-slot.js';
 
 type Out = (line: string) => void;
 
@@ -158,7 +159,7 @@ async function serve(opts: Record<string, unknown>, io: CliIo): Promise<number> 
   if (cluster.isWorker)
     return (await import('../cluster/worker.js')).runWorker(
       config,
-      logger.child({ worker: cluster.worker?.id, pid: process.pid }),
+      logger.child({ worker: workerSlot(io.env) ?? cluster.worker?.id, pid: process.pid }),
     );
   if (config.workers > 1)
     return (await import('../cluster/primary.js')).runPrimary(config, {

@@ -13,6 +13,7 @@ import { loadTlsMaterial } from '../tls/tls-material.js';
 import { openKek } from '../vault/open-kek.js';
 import { isMetricsRequest, isReady, type MetricsReply } from './messages.js';
 import { crashesInARow, restartDelayMs, shouldGiveUp } from './restart-backoff.js';
+import { WORKER_SLOT_ENV } from './worker-slot.js';
 
 export interface PrimaryOptions {
   readonly env: Readonly<Record<string, string | undefined>>;
@@ -152,7 +153,7 @@ async function supervise(
     slot.restartTimer = undefined;
     slot.ready = false;
     slot.startedAt = Date.now();
-    const worker = cluster.fork();
+    const worker = cluster.fork({ [WORKER_SLOT_ENV]: String(index + 1) });
     slot.worker = worker;
     worker.on('message', (message: unknown) => {
       if (isReady(message)) {

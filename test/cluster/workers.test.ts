@@ -250,6 +250,18 @@ describe('serve --workers 2 (the real binary)', () => {
     expect(fresh).toHaveLength(1);
     pids = [survivor, fresh[0] as number];
     expect(alive(victim)).toBe(false);
+    // The replacement logs under its slot's number, as the primary names it (docs/workers.md), not
+    // node:cluster's id, which grows with each restart.
+    const slot = new RegExp(`"worker":(\\d+),"pid":${victim},"code":null`).exec(server.stdout())?.[1];
+    expect(slot).toBeDefined();
+    await until(
+      "the replacement's own log line, under its slot",
+      () =>
+        new RegExp(`"worker":${slot},"pid":${fresh[0]}[^\\n]*"msg":"connected to Redis"`).test(
+          server.stdout(),
+        ),
+      SLOW_POLL,
+    );
   }, 120_000);
 
   it('SIGTERM: every worker drains its in-flight stream, then every process exits', async () => {
