@@ -178,7 +178,12 @@ export class Exchange implements RelayOwner {
   }
 
   #admitted(admission: Admission | null): void {
-    if (this.#clientGone) return;
+    if (this.#clientGone) {
+      // Already recorded (on close) while the limits answered: a count they made is given back here.
+      if (admission?.counted === true)
+        this.#ctx.deps.limits?.uncount((this.#token as TokenEntry).token, this.#ctx.now());
+      return;
+    }
     if (admission !== null) {
       if (admission.refuse !== null) {
         const quota = admission.quota;
@@ -359,7 +364,18 @@ export class Exchange implements RelayOwner {
     // Only forwarded requests use the plan quota (docs/limits.md).
     if (this.#quotaCounted && !forwarded && token !== undefined) deps.limits?.uncount(token, this.#ctx.now());
     if (this.#hold !== null) {
-      settleHold(deps.usage?.budgets, this.#hold, usage, upstreamMs !== null, status, this.#ctx.now());
+      settleHold(
+        deps.usage?.budgets,
+        this.#hold,
+        usage,
+        {
+          answered: upstreamMs !== null,
+          status,
+          completed: relay?.completed === true,
+          streamed: relay?.streamed === true,
+        },
+        this.#ctx.now(),
+      );
       this.#hold = null;
     }
     try {

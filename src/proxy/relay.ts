@@ -61,6 +61,10 @@ export class Relay implements Dispatcher.DispatchHandler {
   scanner: UsageScanner | null = null;
   /** The provider's answer is over (ended or failed). */
   done = false;
+  /** The whole answer arrived (not cut off by the provider, the client or a timeout). */
+  completed = false;
+  /** An event stream: its usage, when there is any, comes last. */
+  streamed = false;
 
   constructor(ex: RelayOwner, upstream: Upstream, key: Buffer) {
     this.#ex = ex;
@@ -157,6 +161,8 @@ export class Relay implements Dispatcher.DispatchHandler {
     );
     sendHead(res, status, out);
     if (hasBody) this.scanner = scannerFor(upstreamHeaders['content-type']);
+    const contentType = upstreamHeaders['content-type'];
+    this.streamed = typeof contentType === 'string' && contentType.includes('event-stream');
     // A stream's first bytes may be a while coming: let the client see the status now.
     if (hasBody && upstreamHeaders['content-length'] === undefined) res.flushHeaders();
     ex.addedMs += performance.now() - arrived;
@@ -206,6 +212,7 @@ export class Relay implements Dispatcher.DispatchHandler {
 
   /** The whole answer has passed: the redactor's held-back tail goes out, and the key is wiped. */
   #complete(): void {
+    this.completed = true;
     const tail = this.#redactor.flush();
     if (tail.length > 0) this.scanner?.write(tail);
     this.#finished();

@@ -68,22 +68,34 @@ export function wasForwarded(sent: boolean, errorCode: ProxyErrorCode | null): b
   return sent && (errorCode === null || !NOT_FORWARDED.has(errorCode));
 }
 
+/** How the answer of a budgeted request ended, for its settlement. */
+export interface AnswerEnd {
+  /** The provider's status line came. */
+  readonly answered: boolean;
+  readonly status: number;
+  /** The whole answer arrived. */
+  readonly completed: boolean;
+  /** An event stream (its usage, if any, comes last). */
+  readonly streamed: boolean;
+}
+
 /**
  * Ends a budget reservation with its request. No answer, or an error answer without usage, spent
- * nothing: released. Any other answer is charged, its unreported parts at their worst case
- * (budget-guard.ts).
+ * nothing: released. A whole answer that is not a stream is charged what it reports (an embedding
+ * says its input only, a model list nothing: the rest is 0). A stream, or an answer cut short, is
+ * charged its unreported parts at their worst case: an OpenAI stream without `include_usage` says
+ * nothing, and a client that leaves mid-stream takes the usage chunk with it (budget-guard.ts).
  */
 export function settleHold(
   budgets: BudgetGuard | undefined,
   hold: Hold,
   usage: RecordedUsage,
-  answered: boolean,
-  status: number,
+  end: AnswerEnd,
   now: number,
 ): void {
   const reported = usage.inputTokens !== null || usage.outputTokens !== null;
-  if (answered && (reported || status < 400)) budgets?.settle(hold, usage, now);
-  else budgets?.release(hold, now);
+  if (!end.answered || (!reported && end.status >= 400)) return budgets?.release(hold, now);
+  budgets?.settle(hold, usage, end.completed && !end.streamed ? 'zero' : 'worst', now);
 }
 
 export type BudgetAdmission =

@@ -103,6 +103,8 @@ export class BudgetGuard {
   /** Counter keys this process has seeded from the store, with when the counter ends. */
   readonly #seeded = new Map<string, number>();
   #nextMarkPurge = 0;
+  /** Flags this process knows were claimed (by it or another one): those events are not sent again. */
+  readonly #fired = new Set<string>();
 
   constructor(options: BudgetGuardOptions) {
     this.#o = options;
@@ -137,6 +139,7 @@ export class BudgetGuard {
     const account = (await this.#account(token.accountId, now)).budget;
     if (account !== null) budgets.push(['account', account]);
     const held: Held[] = [];
+    const totals: number[] = [];
     for (const [scope, budget] of budgets) {
       const window = periodWindow(budget.period, now);
       const expiresAt = Math.min(window.end, now + TOTAL_COUNTER_MS);
@@ -159,31 +162,37 @@ export class BudgetGuard {
       const r = await this.#o.counters.reserve(key, amount, limit, expiresAt, now);
       if (!r.ok) {
         this.#release(held, now);
-        this.#once(`budget-exceeded:${key}`, expiresAt, now, token.accountId, 'budget.exceeded', {
-          ...eventData(scope, token, budget, window.name, r.total),
-        });
+        this.#once(`budget-exceeded:${key}`, expiresAt, now, token.accountId, 'budget.exceeded', () =>
+          eventData(scope, token, budget, window.name, r.total),
+        );
         return { refused: true, scope, budget, resetsAt: budget.period === 'total' ? null : window.end };
       }
       held.push({ scope, budget, key, amount, limit, expiresAt, period: window.name });
-      // Reserved plus settled spend is what the threshold is about (docs/usage.md, "Events"): a burst
-      // of concurrent requests reaches it before any of them settles.
-      if (r.total >= limit * BUDGET_THRESHOLD) {
-        this.#once(`budget-80:${key}`, expiresAt, now, token.accountId, 'budget.threshold_reached', {
-          ...eventData(scope, token, budget, window.name, r.total),
-        });
-      }
+      totals.push(r.total);
     }
+    // Reserved plus settled spend is what the threshold is about (docs/usage.md, "Events"): a burst
+    // of concurrent requests reaches it before any of them settles. Only once every budget has
+    // reserved: a reservation that another budget then refused is rolled back, and never counted.
+    held.forEach((h, i) => {
+      const total = totals[i] as number;
+      if (total < h.limit * BUDGET_THRESHOLD) return;
+      this.#once(`budget-80:${h.key}`, h.expiresAt, now, token.accountId, 'budget.threshold_reached', () =>
+        eventData(h.scope, token, h.budget, h.period, total),
+      );
+    });
     return { accountId: token.accountId, tokenId: token.id, provider, worst, held };
   }
 
   /**
-   * Replaces the reserved worst case by the usage of an answered request. A part the provider did
-   * not report (a stream without `include_usage`, a client gone mid-answer) is charged at its worst
-   * case: counted as 0, it let streamed requests run on a budget for free. Never throws, never waits.
+   * Replaces the reserved worst case by the usage of an answered request. `unreported` says what a
+   * part the provider did not report costs: 0 for a whole answer that simply has none (a model list,
+   * an embedding's output), its worst case for a stream or an answer cut short, whose usage may have
+   * been lost (counted as 0, streamed requests ran on a budget for free). Never throws, never waits.
    */
-  settle(hold: Hold, actual: ActualUsage, now: number): void {
-    const input = actual.inputTokens ?? hold.worst.inputTokens;
-    const output = actual.outputTokens ?? hold.worst.outputTokens;
+  settle(hold: Hold, actual: ActualUsage, unreported: 'zero' | 'worst', now: number): void {
+    const worst = unreported === 'worst';
+    const input = actual.inputTokens ?? (worst ? hold.worst.inputTokens : 0);
+    const output = actual.outputTokens ?? (worst ? hold.worst.outputTokens : 0);
     const model = actual.model ?? hold.worst.model;
     const tokens = input + output;
     let cost: number | null = null;
@@ -194,14 +203,14 @@ export class BudgetGuard {
       const after = (total: number): void => {
         if (delta <= 0 && spent === 0) return;
         if (total >= h.limit * BUDGET_THRESHOLD) {
-          this.#once(`budget-80:${h.key}`, h.expiresAt, now, hold.accountId, 'budget.threshold_reached', {
-            ...eventData(h.scope, hold, h.budget, h.period, total),
-          });
+          this.#once(`budget-80:${h.key}`, h.expiresAt, now, hold.accountId, 'budget.threshold_reached', () =>
+            eventData(h.scope, hold, h.budget, h.period, total),
+          );
         }
         if (total >= h.limit) {
-          this.#once(`budget-exceeded:${h.key}`, h.expiresAt, now, hold.accountId, 'budget.exceeded', {
-            ...eventData(h.scope, hold, h.budget, h.period, total),
-          });
+          this.#once(`budget-exceeded:${h.key}`, h.expiresAt, now, hold.accountId, 'budget.exceeded', () =>
+            eventData(h.scope, hold, h.budget, h.period, total),
+          );
         }
       };
       try {
@@ -266,15 +275,19 @@ export class BudgetGuard {
     now: number,
     accountId: string,
     type: 'budget.threshold_reached' | 'budget.exceeded',
-    data: Record<string, unknown>,
+    data: () => Record<string, unknown>,
   ): void {
+    // Known here to be sent already: no shared counter to ask (a Redis round trip per request
+    // above the threshold), no event data to build.
+    if (this.#fired.has(flag)) return;
     const publish = (n: number): void => {
+      if (n >= 1) this.#markFired(flag);
       if (n !== 1) return;
       const leases = this.#o.store.jobLeases;
       const nowIso = new Date(now).toISOString();
       leases
         .acquire(`once:${flag}`, randomUUID(), nowIso, new Date(expiresAt).toISOString())
-        .then((first) => (first ? this.#o.publisher.publish({ accountId, type, data }) : undefined))
+        .then((first) => (first ? this.#o.publisher.publish({ accountId, type, data: data() }) : undefined))
         .catch((err: unknown) => this.#failed(err, 'event'));
       if (now >= this.#nextMarkPurge) {
         this.#nextMarkPurge = now + PURGE_MARKS_EVERY_MS;
@@ -288,6 +301,11 @@ export class BudgetGuard {
     } catch (err) {
       this.#failed(err, 'event');
     }
+  }
+
+  #markFired(flag: string): void {
+    if (this.#fired.size >= MAX_ENTRIES) this.#fired.clear();
+    this.#fired.add(flag);
   }
 
   #account(accountId: string, now: number): Promise<AccountBudget> {

@@ -192,6 +192,24 @@ for (const fixture of databases) {
       expect(spentOf(tokenId)).toBe(statuses.filter((s) => s === 200).length * worst);
     });
 
+    it('a whole answer that reports no usage (a model list) costs nothing; one that reports part is charged that part', async () => {
+      const { token, tokenId } = await h.createToken({ budget: { tokens: 100_000, period: 'day' } });
+      const list = await h.send('/openai/v1/models', { headers: bearer(token) });
+      expect(list.status).toBe(200);
+      await h.recordOf(list.headers['x-tokenproxy-request-id']);
+      expect(spentOf(tokenId)).toBe(0);
+      // An embedding reports its input only: its output is 0, not the default reservation.
+      const embedded = await h.send('/openai/v1/embeddings', {
+        method: 'POST',
+        headers: json(token),
+        body: JSON.stringify({ model: 'text-embedding-3-small', input: 'hi' }),
+      });
+      expect(embedded.status).toBe(200);
+      const record = await h.recordOf(embedded.headers['x-tokenproxy-request-id']);
+      expect([record.inputTokens, record.outputTokens]).toEqual([8, null]);
+      await until('the embedding to be settled at its input', () => spentOf(tokenId) === 8, POLL);
+    });
+
     it('a client gone in the middle of a stream is charged its worst case', async () => {
       const { token, tokenId } = await h.createToken({ budget: { tokens: 100_000, period: 'day' } });
       const streamed = JSON.stringify({
@@ -229,9 +247,8 @@ for (const fixture of databases) {
       const received = h.mock.received.at(-1);
       expect(received?.body.toString()).toBe(body);
       await h.recordOf(res.headers['x-tokenproxy-request-id']);
-      // The echo reports no usage, so the answer keeps its worst case: every byte of the body as input,
-      // and the default (1,000 here) as output, since a body past the prefix could name a later maximum.
-      expect(spentOf(tokenId)).toBe(Buffer.byteLength(body) + 1000);
+      // A whole answer that is not a stream and reports no usage spent nothing we can know of: 0.
+      expect(spentOf(tokenId)).toBe(0);
     });
 
     it("a USD budget counts cost, and charges an unlisted model at the provider's highest price", async () => {

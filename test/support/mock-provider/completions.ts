@@ -181,3 +181,19 @@ export function models(ctx: Ctx): Promise<void> {
   );
   return Promise.resolve();
 }
+
+/** An OpenAI-style embeddings answer: its usage names input tokens only (`prompt_tokens`). */
+export function embeddings(ctx: Ctx): Promise<void> {
+  const { req, res } = ctx;
+  if (req.method !== 'POST') {
+    sendError(res, 405, `Method ${req.method ?? ''} not allowed`);
+    return Promise.resolve();
+  }
+  sendJson(res, 200, {
+    object: 'list',
+    data: [{ object: 'embedding', index: 0, embedding: [0.1, -0.2, 0.3] }],
+    model: 'text-embedding-3-small',
+    usage: { prompt_tokens: 8, total_tokens: 8 },
+  });
+  return Promise.resolve();
+}

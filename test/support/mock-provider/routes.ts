@@ -1,4 +1,4 @@
-import { anthropicMessages, chatCompletions, models } from './completions.js';
+import { anthropicMessages, chatCompletions, embeddings, models } from './completions.js';
 import { echoAuth, echoBody, echoKeyAsModel, echoKeyCompressed, echoKeyEncoded } from './echo.js';
 import { sendError, type Ctx } from './respond.js';
 import { big, repeatedHeaders, resetMidStream, slow, slowBody, status } from './transport.js';
@@ -16,6 +16,7 @@ const routes: Route[] = [
   { pattern: /\/v1\/chat\/completions$/, handle: chatCompletions },
   { pattern: /\/v1\/messages$/, handle: anthropicMessages },
   { pattern: /\/v1\/models$/, handle: models },
+  { pattern: /\/v1\/embeddings$/, handle: embeddings },
   { pattern: /\/echo-auth$/, handle: echoAuth },
   { pattern: /\/echo-key-encoded$/, handle: echoKeyEncoded },
   { pattern: /\/echo-key-as-model$/, handle: echoKeyAsModel },
