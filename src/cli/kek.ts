@@ -71,12 +71,15 @@ async function rotateCommand(opts: Record<string, unknown>, hooks: KekCommandHoo
   const config = hooks.configFrom(opts);
   const batchSize = batchSizeOf(opts, hooks);
   if (batchSize === undefined) return 2;
-  const [{ openStore }, { openKekVersions }, { rotateKek }, { refuseRotation }] = await Promise.all([
-    import('../store/open.js'),
-    import('../vault/open-kek.js'),
-    import('../vault/kek-rotate.js'),
-    import('../vault/rotate-preflight.js'),
-  ]);
+  const [{ openStore }, { openKekVersions }, { rotateKek }, { refuseBeforeStore, refuseEnvironmentKey }] =
+    await Promise.all([
+      import('../store/open.js'),
+      import('../vault/open-kek.js'),
+      import('../vault/kek-rotate.js'),
+      import('../vault/rotate-preflight.js'),
+    ]);
+  // Before the store is opened: opening would create one on a mistyped --data-dir.
+  await refuseBeforeStore(config, hooks.env);
   const store = await openStore({ database: config.database, dataDir: config.dataDir });
   try {
     // A master key in the environment that is not the store's is refused as at any start, before
@@ -89,8 +92,8 @@ async function rotateCommand(opts: Record<string, unknown>, hooks: KekCommandHoo
     ) {
       await (await openKekVersions(config, hooks.env, store)).keyring.close();
     }
-    // A local KEK given in the environment cannot be rotated at all; nor can a missing master.key.
-    await refuseRotation(config, hooks.env);
+    // A local KEK given in the environment cannot be rotated at all.
+    await refuseEnvironmentKey(config, hooks.env);
     const opened = await openKekVersions(config, hooks.env, store);
     try {
       const result = await rotateKek(store, opened, {

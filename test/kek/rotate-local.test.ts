@@ -1,4 +1,6 @@
+import { existsSync } from 'node:fs';
 import { readFile, readdir } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
@@ -227,6 +229,14 @@ describe('kek rotate refuses what it cannot rotate', { timeout: 120_000 }, () =>
     expect(await readdir(world.dataDir)).not.toContain('master.next.key');
     // The advice writes the file only where there is none (set -C): never over another key.
     expect(refused.stderr).toContain('set -C');
+  });
+
+  it('on a data dir with no store: refused, and no store is made there', async () => {
+    const typo = path.join(os.tmpdir(), `tokenproxy-no-store-${process.pid}-${Date.now()}`);
+    const refused = await runCli(['kek', 'rotate', '--data-dir', typo]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(`no tokenproxy store in ${typo}`);
+    expect(existsSync(typo)).toBe(false);
   });
 
   it('with a TOKENPROXY_MASTER_KEY that is not the store’s: refused as a KEK mismatch, and the master.key is not named as a place to write it', async () => {
