@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { mkdir, open, readdir, readFile, unlink } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rmdir, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '../config/config-error.js';
@@ -44,13 +44,15 @@ export async function acquireInstanceLock(dataDir: string, now: Date = new Date(
         await handle.close();
       }
       const release = (): Promise<void> => releaseIfMine(path, mine);
-      const member = await liveMember(dataDir);
-      if (member !== undefined) {
+      const live = await liveMember(dataDir);
+      if (live !== undefined) {
         await release();
+        const { member, file } = live;
         throw new ConfigError(
           `setting redis: a tokenproxy cluster (processes with redis, such as pid ${member.pid} on ` +
             `${member.host}) is serving ${dataDir}. Start this one with the same --redis redis://… to ` +
-            'join it, or stop them first: a process without redis would count limits alone.',
+            'join it, or stop them first: a process without redis would count limits alone. ' +
+            `If no such process runs any more, delete ${file}.`,
         );
       }
       return { path, release };
@@ -94,14 +96,19 @@ export async function joinAsMember(dataDir: string, now: Date = new Date()): Pro
         'choose a directory this user can write with --data-dir',
     );
   }
-  const release = (): Promise<void> => releaseIfMine(path, mine);
+  // The members' directory goes with the last member (rmdir leaves it while others are in it).
+  const release = async (): Promise<void> => {
+    await releaseIfMine(path, mine);
+    await rmdir(dir).catch(() => undefined);
+  };
   const holder = await readHolder(join(dataDir, LOCK_FILE));
   if (holder !== undefined && isRunning(holder)) {
     await release();
     throw new ConfigError(
       `setting redis: another tokenproxy serve (pid ${holder.pid} on ${holder.host}, started ` +
         `${holder.started_at}) is serving ${dataDir} without redis, counting limits alone. Stop it, or ` +
-        'restart it with the same --redis redis://… so that both are members of one cluster.',
+        'restart it with the same --redis redis://… so that both are members of one cluster. ' +
+        `If no such process runs any more, delete ${join(dataDir, LOCK_FILE)}.`,
     );
   }
   return { path, release };
@@ -116,16 +123,20 @@ async function writeAll(path: string, text: string): Promise<void> {
   }
 }
 
-/** A live member of a `redis` cluster on this data dir; the files of members that died are removed. */
-async function liveMember(dataDir: string): Promise<LockContent | undefined> {
+/**
+ * A live member of a `redis` cluster on this data dir, with its file; the files of members of this
+ * host that died are removed (one of another host cannot be checked, and counts as live).
+ */
+async function liveMember(dataDir: string): Promise<{ member: LockContent; file: string } | undefined> {
   const dir = join(dataDir, MEMBERS_DIR);
   const names = await readdir(dir).catch(() => [] as string[]);
   for (const name of names) {
-    const member = await readHolder(join(dir, name));
+    const file = join(dir, name);
+    const member = await readHolder(file);
     // An empty file is one being written right now (or by a process that died doing it): not live.
     if (member === undefined) continue;
-    if (isRunning(member)) return member;
-    await unlink(join(dir, name)).catch(() => undefined);
+    if (isRunning(member)) return { member, file };
+    await unlink(file).catch(() => undefined);
   }
   return undefined;
 }
@@ -144,6 +155,9 @@ async function readHolder(path: string): Promise<LockContent | undefined> {
 /** A lock of another host cannot be checked from here, so it counts as held. */
 function isRunning(holder: LockContent): boolean {
   if (holder.host !== hostname()) return true;
+  // This very process: the file is a dead one's whose pid came round again (a container's pid 1
+  // with its data dir on a volume), since this process has written none yet.
+  if (holder.pid === process.pid) return false;
   try {
     process.kill(holder.pid, 0);
   } catch (error) {

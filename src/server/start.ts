@@ -78,14 +78,15 @@ export async function startServer(config: Config, options: StartOptions): Promis
       'tightened the permissions of a data file that other users could read',
     );
   }
-  // Workers are exempt: the primary holds the lock for the whole service.
-  const lock = options.worker ? undefined : await acquireServeLock(config, now());
-  const started: Array<() => Promise<void> | void> = [() => lock?.release()];
+  const started: Array<() => Promise<void> | void> = [];
   const stopStarted = async (): Promise<void> => {
     for (const stop of started.reverse()) await stop();
   };
 
   try {
+    // Workers are exempt: the primary holds the lock for the whole service.
+    const lock = options.worker ? undefined : await acquireServeLock(config, now());
+    started.push(() => lock?.release());
     return await startLocked(config, options, now, started, stopStarted);
   } catch (err) {
     // Everything started so far is stopped (the log worker's thread would keep the process alive).

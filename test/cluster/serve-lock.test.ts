@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -149,13 +150,16 @@ describe.skipIf(!postgres?.available)('who may serve one PostgreSQL database', (
   it('an unreachable PostgreSQL is named, without the password', async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'tokenproxy-pgdown-'));
     try {
+      // A data dir the start makes, and must not leave behind.
+      const made = path.join(dir, 'new');
       const result = await runCli(
-        ['serve', '--data-dir', dir, '--database', 'postgres://tp:pg-s3cret@127.0.0.1:1/nowhere'],
+        ['serve', '--data-dir', made, '--database', 'postgres://tp:pg-s3cret@127.0.0.1:1/nowhere'],
         KEK,
       );
       expect(result.code).toBe(1);
       expect(result.stderr).toContain('PostgreSQL at postgres://127.0.0.1:1/nowhere is unavailable');
       expect(result.stderr).not.toContain('pg-s3cret');
+      expect(existsSync(made)).toBe(false);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
@@ -201,6 +205,8 @@ describe('several processes on one SQLite data dir with redis', () => {
     expect(alone.code).toBe(2);
     expect(alone.stderr).toContain('setting redis: a tokenproxy cluster (processes with redis');
     await Promise.all(servers.splice(0).map((s) => s.stop()));
+    // The members' files and their directory go with the last member.
+    expect(existsSync(path.join(dir, 'serve.members'))).toBe(false);
 
     const own = await mkdtemp(path.join(os.tmpdir(), 'tokenproxy-sqlite-alone-'));
     const single = await startServe(['--data-dir', own, '--insecure-http'], KEK);
