@@ -7,12 +7,17 @@
 
 /** What a name may be, in words (error messages, docs). */
 export const DISPLAY_NAME_RULE =
-  'visible text of 1 to 200 characters: no line breaks, tabs or other control characters, no ' +
-  'bidirectional-text controls (U+200E, U+200F, U+202A to U+202E, U+2066 to U+2069), and not only spaces';
+  'visible text of 1 to 200 characters: no line breaks (U+2028 and U+2029 included), tabs or other ' +
+  'control characters, no bidirectional-text controls (such as U+200E, U+200F, U+202A to U+202E, ' +
+  'U+2066 to U+2069), and not only spaces or invisible characters';
 
-/** For JSON Schema `pattern` (compiled with the `u` flag, as Ajv does). */
+/**
+ * For JSON Schema `pattern` (compiled with the `u` flag, as Ajv does): at least one character that is
+ * neither white space nor an invisible format character, and none that is a control, a
+ * bidirectional control or a line or paragraph separator.
+ */
 export const DISPLAY_NAME_PATTERN =
-  '^(?=[\\s\\S]*\\S)[^\\p{Cc}\\u200E\\u200F\\u202A-\\u202E\\u2066-\\u2069]*$';
+  '^(?=[\\s\\S]*[^\\s\\p{Cf}])[^\\p{Cc}\\p{Bidi_Control}\\p{Zl}\\p{Zp}]*$';
 
 const PATTERN = new RegExp(DISPLAY_NAME_PATTERN, 'u');
 

@@ -19,6 +19,11 @@ describe('displayNameProblem', () => {
     ['evil\u202Eexe.live', false],
     ['isolate\u2066x\u2069', false],
     ['mark\u200F', false],
+    ['line\u2028separator', false],
+    ['para\u2029separator', false],
+    ['arabic\u061Cmark', false],
+    ['\u200B\u2060', false],
+    ['\u200B visible', true],
   ])('%j acceptable: %s', (name, ok) => {
     expect(displayNameProblem(name) === undefined).toBe(ok);
   });
