@@ -69,7 +69,7 @@ export function registerIdempotency(api: ApiServer, deps: ApiDeps): void {
       case 'mismatch':
         throw new TokenProxyError(
           'idempotency_conflict',
-          'This Idempotency-Key was already used for a different request (another path or body) in the last 24 hours. Use a new key for a new request.',
+          'This Idempotency-Key was already used for a different request (another method, path, query or body) in the last 24 hours. Use a new key for a new request.',
           { param: 'Idempotency-Key' },
         );
       case 'in_flight':

@@ -5,8 +5,8 @@ import type pg from 'pg';
 import { ConfigError } from '../config/config-error.js';
 import type { Config } from '../config/load.js';
 import { acquireInstanceLock, joinAsMember } from '../server/instance-lock.js';
-import { redactDatabaseUrl } from '../store/database-url.js';
-import { StoreUnavailableError } from '../store/errors.js';
+import { redactDatabaseUrl, urlSecrets } from '../store/database-url.js';
+import { unavailable } from '../store/guard.js';
 
 /**
  * Who may serve a store (DESIGN §9). Without `redis`, one process per store: two would each count
@@ -57,10 +57,7 @@ async function connect(url: string, name: string): Promise<pg.Client> {
     await client.connect();
   } catch (err) {
     // Named as every other unreachable store is (exit 1, the database and the reason, no secret).
-    throw new StoreUnavailableError(
-      `PostgreSQL at ${redactDatabaseUrl(url)} is unavailable: ${err instanceof Error ? err.message : String(err)}`,
-      { cause: err },
-    );
+    throw unavailable({ describe: `PostgreSQL at ${redactDatabaseUrl(url)}`, secrets: urlSecrets(url) }, err);
   }
   return client;
 }

@@ -4,8 +4,10 @@ import type { ClaimedDelivery } from '../store/records.js';
 import type { ClaimFilter, DeliveryOutcome, DisablePolicy, Store } from '../store/store.js';
 import type { AttemptResult } from './webhook-sender.js';
 
-/** Sends one claimed delivery. `permanent` failures are not retried (nothing left to send it to). */
-/** `shutdown` aborts when the server stops waiting for attempts in flight (`close`'s grace ran out). */
+/**
+ * Sends one claimed delivery. `permanent` failures are not retried (nothing left to send it to).
+ * `shutdown` aborts when the server stops waiting for attempts in flight (`close`'s grace ran out).
+ */
 export type DeliverySender = (
   delivery: ClaimedDelivery,
   shutdown: AbortSignal,

@@ -77,6 +77,14 @@ const REASONS: Readonly<Record<string, string>> = {
   ip_backoff: 'the IP address was held back after earlier refused requests',
 };
 
+/** What the subject says the token was used for, by reason. */
+const SUBJECTS: Readonly<Record<string, string>> = {
+  origin_not_allowed: 'used from an unauthorized origin',
+  ip_not_allowed: 'used from an unauthorized IP',
+  provider_mismatch: 'sent to another provider from an unauthorized origin',
+  ip_backoff: 'used again from an address held back after refused requests',
+};
+
 /** The dashboard's Anomalies view filtered to the token (DESIGN §12), from the dashboard's base URL. */
 export function anomaliesLink(dashboardUrl: string, tokenId: unknown): string {
   const base = dashboardUrl.endsWith('/') ? dashboardUrl : `${dashboardUrl}/`;
@@ -137,7 +145,7 @@ export function breachEmail(
       ],
       ['Event', event.id],
     ];
-    subject = `tokenproxy alert: token "${tokenName}" used from an unauthorized ${d.reason === 'ip_not_allowed' ? 'IP' : 'origin'}`;
+    subject = `tokenproxy alert: token "${tokenName}" ${SUBJECTS[typeof d.reason === 'string' ? d.reason : ''] ?? 'used without authorization'}`;
   }
   const intro =
     d.summary === true

@@ -11,7 +11,7 @@ import { breachEmail, createMailer, type Mailer } from './email.js';
 import { startExpirySweeper } from './expiry-sweeper.js';
 import { createOutboxPublisher } from './outbox-publisher.js';
 import type { EventPublisher } from './publisher.js';
-import { sendWebhook } from './webhook-sender.js';
+import { CUT_OFF, sendWebhook } from './webhook-sender.js';
 
 /** Event types that also go out by e-mail to the account's `alert_email`. */
 export const EMAIL_EVENT_TYPES = ['breach.detected'] as const;
@@ -97,10 +97,15 @@ export function startEvents(options: StartEventsOptions): RunningEvents {
         typeof delivery.event.data.token_id === 'string'
           ? await store.tokens.get(delivery.event.accountId, delivery.event.data.token_id)
           : undefined;
-      return mailer.send({
-        to: delivery.emailTo,
-        ...breachEmail(delivery.event, token, options.links.dashboardUrl()),
-      });
+      // SMTP cannot be cut off mid-way: a stopping server stops waiting for it instead.
+      return untilAborted(
+        mailer.send({
+          to: delivery.emailTo,
+          ...breachEmail(delivery.event, token, options.links.dashboardUrl()),
+        }),
+        shutdown,
+        CUT_OFF,
+      );
     }
     const webhook = delivery.webhook;
     if (webhook === null) return { ok: false, error: 'endpoint deleted', permanent: true };
@@ -168,4 +173,23 @@ export function startEvents(options: StartEventsOptions): RunningEvents {
       return closing;
     },
   };
+}
+
+/** `work`'s answer, or `instead` as soon as `signal` aborts (the work itself goes on, unawaited). */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal, instead: T): Promise<T> {
+  if (signal.aborted) return Promise.resolve(instead);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => resolve(instead);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(err instanceof Error ? err : new Error(String(err)));
+      },
+    );
+  });
 }

@@ -35,6 +35,14 @@ export interface WebhookSenderOptions {
   readonly shutdown?: AbortSignal | undefined;
 }
 
+const TIMED_OUT: AttemptResult = { ok: false, error: 'timed out', errorClass: 'timeout' };
+/** An attempt the stopping server gave up on (delivery-worker.ts, `close`): retried on schedule. */
+export const CUT_OFF: AttemptResult = {
+  ok: false,
+  error: 'cut off: the server was stopping',
+  errorClass: 'other',
+};
+
 /** The delivery body: what `GET /v1/events` lists, in a fixed field order. */
 export function eventBody(event: EventRecord): string {
   return JSON.stringify({ id: event.id, type: event.type, created_at: event.createdAt, data: event.data });
@@ -72,7 +80,7 @@ export async function sendWebhook(
       return { ok: false, error: `refused: ${error.message}`, errorClass: 'refused' };
     return { ok: false, error: `DNS lookup failed: ${errorCode(error)}`, errorClass: 'dns' };
   }
-  if (deadline.aborted) return { ok: false, error: 'timed out', errorClass: 'timeout' };
+  if (deadline.aborted) return timeout.aborted ? TIMED_OUT : CUT_OFF;
   const body = eventBody(event);
   const hostname = urlHostname(target);
   const request = target.protocol === 'https:' ? httpsRequest : httpRequest;
@@ -104,11 +112,7 @@ export async function sendWebhook(
     });
     const onAbort = (): void => {
       req.destroy();
-      finish(
-        timeout.aborted
-          ? { ok: false, error: 'timed out', errorClass: 'timeout' }
-          : { ok: false, error: 'cut off: the server was stopping', errorClass: 'other' },
-      );
+      finish(timeout.aborted ? TIMED_OUT : CUT_OFF);
     };
     deadline.addEventListener('abort', onAbort, { once: true });
     req.on('response', (res: IncomingMessage) => {

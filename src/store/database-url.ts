@@ -10,3 +10,18 @@ export function redactDatabaseUrl(url: string): string {
     return 'postgres://(unparseable URL)';
   }
 }
+
+/** The URL's password (as written and decoded, and a `password=` parameter): kept out of messages. */
+export function urlSecrets(url: string): string[] {
+  try {
+    const parsed = new URL(url);
+    const secrets = [
+      parsed.password,
+      decodeURIComponent(parsed.password),
+      parsed.searchParams.get('password') ?? '',
+    ];
+    return secrets.filter((secret) => secret.length > 0);
+  } catch {
+    return [];
+  }
+}

@@ -28,9 +28,7 @@ class Guard {
   map(error: unknown, always = false): unknown {
     if (error instanceof StoreUnavailableError) return error;
     if (!always && !this.options.isConnectionFailure(error)) return error;
-    return new StoreUnavailableError(`${this.options.describe} is unavailable: ${this.reason(error)}`, {
-      cause: error,
-    });
+    return unavailable(this.options, error);
   }
 
   async run<T>(operation: () => Promise<T>, always = false): Promise<T> {
@@ -40,17 +38,27 @@ class Guard {
       throw this.map(error, always);
     }
   }
+}
 
-  private reason(error: unknown): string {
-    let text = error instanceof Error ? error.message : String(error);
-    if (text === '' && error instanceof AggregateError) {
-      text = error.errors.map((inner) => (inner instanceof Error ? inner.message : String(inner))).join('; ');
-    }
-    for (const secret of this.options.secrets) {
-      if (secret !== '') text = text.split(secret).join('***');
-    }
-    return text === '' ? 'connection failed' : text;
+/**
+ * The one message of an unreachable store: the database described, the driver's reason, and none of
+ * the URL's secrets (also used where a connection of its own fails first: the serve lock).
+ */
+export function unavailable(
+  options: Pick<GuardOptions, 'describe' | 'secrets'>,
+  error: unknown,
+): StoreUnavailableError {
+  let text = error instanceof Error ? error.message : String(error);
+  if (text === '' && error instanceof AggregateError) {
+    text = error.errors.map((inner) => (inner instanceof Error ? inner.message : String(inner))).join('; ');
   }
+  for (const secret of options.secrets) {
+    if (secret !== '') text = text.split(secret).join('***');
+  }
+  return new StoreUnavailableError(
+    `${options.describe} is unavailable: ${text === '' ? 'connection failed' : text}`,
+    { cause: error },
+  );
 }
 
 class GuardedConnection implements DatabaseConnection {

@@ -21,6 +21,10 @@ describe('breachEmail', () => {
     const mail = breachEmail(event({ token_id: 't', reason, attempts: 1 }), undefined, 'https://d.example/');
     expect(mail.text).toContain(words);
     expect(mail.text).not.toContain(`Reason: ${reason}`);
+    // The subject says what happened, for every reason (it said "origin" for all but ip_not_allowed).
+    expect(mail.subject).not.toContain('undefined');
+    if (reason === 'ip_backoff') expect(mail.subject).toContain('held back');
+    if (reason === 'provider_mismatch') expect(mail.subject).toContain('another provider');
   });
 
   it('a trailing alert says when its last attempt came; one without the field falls back to the event', () => {

@@ -3,7 +3,7 @@ import pg from 'pg';
 import type { DialectDatabase, DialectSupport, SecretTable } from '../dialect.js';
 import { guardDialect } from '../guard.js';
 import type { Database } from '../schema.js';
-import { redactDatabaseUrl } from '../database-url.js';
+import { redactDatabaseUrl, urlSecrets } from '../database-url.js';
 
 export interface PostgresOptions {
   /** `postgres://` or `postgresql://` connection URL. */
@@ -55,20 +55,6 @@ function isConnectionFailure(error: unknown): boolean {
     return true;
   }
   return MESSAGES.some((message) => error.message.includes(message));
-}
-
-function urlSecrets(url: string): string[] {
-  try {
-    const parsed = new URL(url);
-    const secrets = [
-      parsed.password,
-      decodeURIComponent(parsed.password),
-      parsed.searchParams.get('password') ?? '',
-    ];
-    return secrets.filter((secret) => secret.length > 0);
-  } catch {
-    return [];
-  }
 }
 
 function parseInt8(value: string): number {

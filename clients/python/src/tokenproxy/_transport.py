@@ -33,7 +33,12 @@ def _urllib_transport(context: ssl.SSLContext) -> Transport:
                 raw = _read_by(resp, deadline)
                 return resp.status, {k.lower(): v for k, v in resp.headers.items()}, raw
         except urllib.error.HTTPError as err:
-            raw = _read_by(err, deadline)
+            try:
+                raw = _read_by(err, deadline)
+            except (socket.timeout, TimeoutError) as late:
+                raise APITimeoutError(
+                    f"No complete response within {timeout} s.", code="timeout"
+                ) from late
             return err.code, {k.lower(): v for k, v in err.headers.items()}, raw
         except (socket.timeout, TimeoutError) as err:
             raise APITimeoutError(
