@@ -185,3 +185,16 @@ export function Pager(props: { hasMore: boolean; page: number; onNext: () => voi
     </nav>
   );
 }
+
+/** A token filter's options: the account's tokens by name (the views' one list of them). */
+export function TokenOptions(props: { tokens: readonly { token_id: string; name: string }[] }) {
+  return (
+    <>
+      {props.tokens.map((t) => (
+        <option key={t.token_id} value={t.token_id}>
+          {t.name}
+        </option>
+      ))}
+    </>
+  );
+}

@@ -2,7 +2,17 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, listAll, query, type Anomaly, type List, type Token } from '../api';
 import { dateTime, reasonLabel } from '../format';
 import { navigate } from '../router';
-import { Alert, ConfirmDialog, Empty, PageHeader, Pager, StatusBadge, errorText, useLoad } from '../ui';
+import {
+  Alert,
+  ConfirmDialog,
+  Empty,
+  PageHeader,
+  Pager,
+  StatusBadge,
+  TokenOptions,
+  errorText,
+  useLoad,
+} from '../ui';
 
 const POLL_MS = 2000;
 const MAX_BACKOFF_MS = 30_000;
@@ -84,11 +94,7 @@ export function Anomalies(props: { tokenId: string | undefined }) {
             {props.tokenId !== undefined && !byId.has(props.tokenId) && (
               <option value={props.tokenId}>{props.tokenId}</option>
             )}
-            {(tokens.data?.items ?? []).map((t) => (
-              <option key={t.token_id} value={t.token_id}>
-                {t.name}
-              </option>
-            ))}
+            <TokenOptions tokens={tokens.data?.items ?? []} />
           </select>
         </label>
       </form>

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, listAll, query, type List, type LogRecord, type Token } from '../api';
 import { dateTime } from '../format';
-import { Alert, Empty, PageHeader, Pager, useLoad } from '../ui';
+import { Alert, Empty, PageHeader, Pager, TokenOptions, useLoad } from '../ui';
 
 export function Logs() {
   const [tokenId, setTokenId] = useState('');
@@ -30,11 +30,7 @@ export function Logs() {
           <span>Token</span>
           <select value={tokenId} onChange={(e) => (setTokenId(e.currentTarget.value), reset())}>
             <option value="">All tokens</option>
-            {(tokens.data?.items ?? []).map((t) => (
-              <option key={t.token_id} value={t.token_id}>
-                {t.name}
-              </option>
-            ))}
+            <TokenOptions tokens={tokens.data?.items ?? []} />
           </select>
         </label>
         <label class="field">
