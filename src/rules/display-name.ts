@@ -16,8 +16,7 @@ export const DISPLAY_NAME_RULE =
  * neither white space nor an invisible format character, and none that is a control, a
  * bidirectional control or a line or paragraph separator.
  */
-export const DISPLAY_NAME_PATTERN =
-  '^(?=[\\s\\S]*[^\\s\\p{Cf}])[^\\p{Cc}\\p{Bidi_Control}\\p{Zl}\\p{Zp}]*$';
+export const DISPLAY_NAME_PATTERN = '^(?=[\\s\\S]*[^\\s\\p{Cf}])[^\\p{Cc}\\p{Bidi_Control}\\p{Zl}\\p{Zp}]*$';
 
 const PATTERN = new RegExp(DISPLAY_NAME_PATTERN, 'u');
 
