@@ -364,18 +364,7 @@ export class Exchange implements RelayOwner {
     // Only forwarded requests use the plan quota (docs/limits.md).
     if (this.#quotaCounted && !forwarded && token !== undefined) deps.limits?.uncount(token, this.#ctx.now());
     if (this.#hold !== null) {
-      settleHold(
-        deps.usage?.budgets,
-        this.#hold,
-        usage,
-        {
-          answered: upstreamMs !== null,
-          status,
-          completed: relay?.completed === true,
-          streamed: relay?.streamed === true,
-        },
-        this.#ctx.now(),
-      );
+      settleHold(deps.usage?.budgets, this.#hold, usage, relay, status, this.#ctx.now());
       this.#hold = null;
     }
     try {

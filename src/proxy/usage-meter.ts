@@ -68,11 +68,10 @@ export function wasForwarded(sent: boolean, errorCode: ProxyErrorCode | null): b
   return sent && (errorCode === null || !NOT_FORWARDED.has(errorCode));
 }
 
-/** How the answer of a budgeted request ended, for its settlement. */
+/** How a budgeted request's answer ended (its Relay, or null when none was sent upstream). */
 export interface AnswerEnd {
-  /** The provider's status line came. */
-  readonly answered: boolean;
-  readonly status: number;
+  /** Time to the provider's status line; null when none came. */
+  readonly upstreamMs: number | null;
   /** The whole answer arrived. */
   readonly completed: boolean;
   /** An event stream (its usage, if any, comes last). */
@@ -90,11 +89,14 @@ export function settleHold(
   budgets: BudgetGuard | undefined,
   hold: Hold,
   usage: RecordedUsage,
-  end: AnswerEnd,
+  end: AnswerEnd | null,
+  status: number,
   now: number,
 ): void {
   const reported = usage.inputTokens !== null || usage.outputTokens !== null;
-  if (!end.answered || (!reported && end.status >= 400)) return budgets?.release(hold, now);
+  if (end === null || end.upstreamMs === null || (!reported && status >= 400)) {
+    return budgets?.release(hold, now);
+  }
   budgets?.settle(hold, usage, end.completed && !end.streamed ? 'zero' : 'worst', now);
 }
 
