@@ -1,12 +1,11 @@
-import { stat } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { planLimits, usagePeriod } from '../accounts/plans.js';
 import type { Config } from '../config/load.js';
 import type { AccountRecord } from '../store/records.js';
 import type { Store } from '../store/store.js';
 import { displayNameProblem } from '../rules/display-name.js';
-import { STORE_FILES } from '../server/data-dir.js';
+import { noStoreIn, sqliteStoreIn } from '../server/data-dir.js';
 
 /**
  * `tokenproxy accounts …`: the operator's account administration, straight on the data dir or
@@ -304,22 +303,14 @@ async function withStore(
   fn: (store: Store, cli: CliAudit) => Promise<number>,
   options: { readonly mayCreateStore?: boolean } = {},
 ): Promise<number> {
-  if (config.database === undefined && options.mayCreateStore !== true) {
-    // Only `accounts create` may start a store; the others on a mistyped --data-dir would make an
-    // empty one and report an empty list, or an unknown account, as if that were the service.
-    const file = join(config.dataDir, STORE_FILES[0]);
-    if (
-      !(await stat(file).then(
-        () => true,
-        () => false,
-      ))
-    )
-      return usage(
-        hooks,
-        `no tokenproxy store in ${config.dataDir} (no ${STORE_FILES[0]}): check --data-dir (or --database), ` +
-          "or give the server's --config.",
-      );
-  }
+  // Only `accounts create` may start a store; the others on a mistyped --data-dir would make an
+  // empty one and report an empty list, or an unknown account, as if that were the service.
+  if (
+    config.database === undefined &&
+    options.mayCreateStore !== true &&
+    !(await sqliteStoreIn(config.dataDir))
+  )
+    return usage(hooks, `${noStoreIn(config.dataDir)}, or give the server's --config.`);
   const [{ openStore }, { openKek }, { auditRecords, CLI_ACTOR }] = await Promise.all([
     import('../store/open.js'),
     import('../vault/open-kek.js'),

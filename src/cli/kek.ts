@@ -82,18 +82,8 @@ async function rotateCommand(opts: Record<string, unknown>, hooks: KekCommandHoo
   await refuseBeforeStore(config, hooks.env);
   const store = await openStore({ database: config.database, dataDir: config.dataDir });
   try {
-    // A master key in the environment that is not the store's is refused as at any start, before
-    // the advice to move it into master.key (which would put a wrong key there). Only then: with
-    // the variable no key file is read or made, and a store with no KEK yet has nothing to prove.
-    if (
-      config.kek === 'local' &&
-      hooks.env.TOKENPROXY_MASTER_KEY !== undefined &&
-      (await store.keks.list()).length > 0
-    ) {
-      await (await openKekVersions(config, hooks.env, store)).keyring.close();
-    }
-    // A local KEK given in the environment cannot be rotated at all.
-    await refuseEnvironmentKey(config, hooks.env);
+    // A local KEK given in the environment cannot be rotated at all (once proven to be the store's).
+    await refuseEnvironmentKey(config, hooks.env, store);
     const opened = await openKekVersions(config, hooks.env, store);
     try {
       const result = await rotateKek(store, opened, {

@@ -15,6 +15,27 @@ export const DATA_FILE_MODE = 0o600;
 /** The SQLite store and the files SQLite keeps beside it (they hold the same rows). */
 export const STORE_FILES = ['tokenproxy.db', 'tokenproxy.db-wal', 'tokenproxy.db-shm'] as const;
 
+/** Whether `path` exists; a path that cannot be looked at counts as missing (callers say what they expected). */
+export function pathExists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+/**
+ * Whether `dataDir` holds a SQLite store. Opening one creates it, so the commands that must not start
+ * a store (all but `serve` and `accounts create`) ask first, and refuse with `noStoreIn`'s words.
+ */
+export function sqliteStoreIn(dataDir: string): Promise<boolean> {
+  return pathExists(join(dataDir, STORE_FILES[0]));
+}
+
+/** What such a refusal says: where no store was found, and what to check. */
+export function noStoreIn(dataDir: string): string {
+  return `no tokenproxy store in ${dataDir} (no ${STORE_FILES[0]}): check --data-dir (or --database)`;
+}
+
 export interface PermissionFix {
   readonly path: string;
   readonly from: number;

@@ -1,4 +1,4 @@
-import { rmdir, stat } from 'node:fs/promises';
+import { rmdir } from 'node:fs/promises';
 import { errorSummary } from '../errors/summary.js';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
@@ -20,7 +20,7 @@ import { openStore } from '../store/open.js';
 import type { Store } from '../store/store.js';
 import { loadTlsMaterial } from '../tls/tls-material.js';
 import { openKek } from '../vault/open-kek.js';
-import { octal, prepareDataDir } from './data-dir.js';
+import { octal, pathExists, prepareDataDir } from './data-dir.js';
 import { acquireServeLock, withBootstrapLock } from '../cluster/serve-lock.js';
 import { startCluster } from '../cluster/start-cluster.js';
 import { redactRedisUrl } from '../cluster/redis-url.js';
@@ -68,10 +68,7 @@ export async function startServer(config: Config, options: StartOptions): Promis
   // step, so a failed start never leaves an account (and a printed key) behind.
   await preflight(config);
   const sqlite = config.database === undefined;
-  const dirExisted = await stat(config.dataDir).then(
-    () => true,
-    () => false,
-  );
+  const dirExisted = await pathExists(config.dataDir);
   for (const fix of await prepareDataDir(config.dataDir, { sqlite })) {
     logger.warn(
       { path: fix.path, from: octal(fix.from), to: octal(fix.to) },

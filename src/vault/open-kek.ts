@@ -1,4 +1,5 @@
-import { rmdir, stat, unlink } from 'node:fs/promises';
+import { rmdir, unlink } from 'node:fs/promises';
+import { pathExists } from '../server/data-dir.js';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../config/load.js';
@@ -97,8 +98,8 @@ async function openLocal(
 ): Promise<{ handle: KekHandle; opened: OpenedKek }> {
   const envValue = env[MASTER_KEY_ENV];
   const path = join(config.dataDir, MASTER_KEY_FILE);
-  const fileExisted = envValue === undefined && (await exists(path));
-  const dirExisted = await exists(config.dataDir);
+  const fileExisted = envValue === undefined && (await pathExists(path));
+  const dirExisted = await pathExists(config.dataDir);
   const kek = await loadLocalKek({ dataDir: config.dataDir, envValue });
   const localKek = createLocalKek(kek);
   const vault = createEnvelopeVault(localKek);
@@ -223,13 +224,4 @@ function lazyHsm(settings: NonNullable<Config['pkcs11']>): KekLoader & { close()
       if (open !== undefined) await (await open.catch(() => undefined))?.close();
     },
   };
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await stat(path);
-    return true;
-  } catch {
-    return false;
-  }
 }

@@ -1,9 +1,10 @@
-import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Config } from '../config/load.js';
+import { noStoreIn, pathExists, sqliteStoreIn } from '../server/data-dir.js';
+import type { Store } from '../store/store.js';
 import { KekError } from './kek-error.js';
 import { MASTER_KEY_ENV, MASTER_KEY_FILE } from './local-kek.js';
-import { STORE_FILES } from '../server/data-dir.js';
+import { openKekVersions } from './open-kek.js';
 
 /**
  * What `kek rotate` refuses before it opens the store (DESIGN §8): a SQLite data dir with no store
@@ -15,16 +16,12 @@ export async function refuseBeforeStore(
   config: Pick<Config, 'kek' | 'dataDir' | 'database'>,
   env: Readonly<Record<string, string | undefined>>,
 ): Promise<void> {
-  if (config.database === undefined && !(await exists(join(config.dataDir, STORE_FILES[0])))) {
-    throw new KekError(
-      'data_dir',
-      `kek rotate found no tokenproxy store in ${config.dataDir} (no ${STORE_FILES[0]}): check --data-dir ` +
-        `(or --database). Nothing was changed.`,
-    );
+  if (config.database === undefined && !(await sqliteStoreIn(config.dataDir))) {
+    throw new KekError('data_dir', `kek rotate found ${noStoreIn(config.dataDir)}. Nothing was changed.`);
   }
   if (config.kek !== 'local' || env[MASTER_KEY_ENV] !== undefined) return;
   const file = join(config.dataDir, MASTER_KEY_FILE);
-  if (!(await exists(file))) {
+  if (!(await pathExists(file))) {
     throw new KekError(
       `master.key (${file})`,
       `kek rotate found no ${file}: it rotates the master key of this data dir, and there is none to rotate. ` +
@@ -35,17 +32,20 @@ export async function refuseBeforeStore(
 
 /**
  * A local KEK given as TOKENPROXY_MASTER_KEY cannot be rotated: a rotation cannot rewrite an
- * environment variable. Asked after the key was proven against the store (src/cli/kek.ts), so the
- * advice to move it into master.key is never given for a wrong key.
+ * environment variable. The key is proven against the store first (a KEK mismatch, as at any
+ * start), so the advice to move it into master.key is never given for a wrong key; a store with no
+ * KEK yet has nothing to prove it against.
  */
 export async function refuseEnvironmentKey(
-  config: Pick<Config, 'kek' | 'dataDir'>,
+  config: Pick<Config, 'kek' | 'dataDir' | 'pkcs11'>,
   env: Readonly<Record<string, string | undefined>>,
+  store: Store,
 ): Promise<void> {
   if (config.kek !== 'local' || env[MASTER_KEY_ENV] === undefined) return;
+  if ((await store.keks.list()).length > 0) await (await openKekVersions(config, env, store)).keyring.close();
   const file = join(config.dataDir, MASTER_KEY_FILE);
   // Never advise writing over a master.key: it may be the only copy of this store's key.
-  const move = (await exists(file))
+  const move = (await pathExists(file))
     ? `${file} exists: if it holds the same key, unset ${MASTER_KEY_ENV} for tokenproxy and run kek rotate ` +
       `with the file; never write over it, it may be the only copy of a key`
     : `Move the key into a file first: write its value to ${file} (\`umask 077; set -C; printf '%s\\n' "$${MASTER_KEY_ENV}" > ${file}\`, ` +
@@ -54,12 +54,5 @@ export async function refuseEnvironmentKey(
     MASTER_KEY_ENV,
     `kek rotate cannot rotate a master key given as ${MASTER_KEY_ENV}: it would have to rewrite the variable. ` +
       `${move}; or move the store into an HSM with \`tokenproxy kek migrate --to pkcs11\`. Nothing was changed.`,
-  );
-}
-
-function exists(path: string): Promise<boolean> {
-  return stat(path).then(
-    () => true,
-    () => false,
   );
 }
