@@ -84,16 +84,17 @@ async function acquirePostgresServeLock(url: string, now: Date, member: boolean)
         [ADVISORY_CLASS, SERVE_OBJECT],
       );
       const row = holder.rows[0];
-      const who =
+      const holderText =
         row === undefined
-          ? 'another tokenproxy serve'
-          : `another process ("${row.application_name}", connected from ${row.client_addr ?? 'a local socket'}, PostgreSQL backend pid ${row.pid})`;
+          ? undefined
+          : `"${row.application_name}", connected from ${row.client_addr ?? 'a local socket'}, PostgreSQL backend pid ${row.pid}`;
+      const who = holderText === undefined ? 'another tokenproxy serve' : `another process (${holderText})`;
       throw new ConfigError(
         member
           ? `setting redis: ${who} is serving this PostgreSQL database without redis, counting limits alone. ` +
               'Stop it, or restart it with the same --redis redis://… so that both are members of one cluster.'
           : row?.mode === 'ShareLock'
-            ? `setting redis: a tokenproxy cluster (processes with redis, such as ${who.replace('another process ', '')}) ` +
+            ? `setting redis: a tokenproxy cluster (processes with redis, such as ${holderText ?? 'another tokenproxy serve'}) ` +
               'is serving this PostgreSQL database. Start this one with the same --redis redis://… to join it, ' +
               'or stop them first: a process without redis would count limits alone.'
             : `setting database: ${who} is already serving this PostgreSQL database without redis. ` +
