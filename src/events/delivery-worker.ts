@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { ClaimedDelivery } from '../store/records.js';
 import type { ClaimFilter, DeliveryOutcome, DisablePolicy, Store } from '../store/store.js';
 import type { AttemptResult } from './webhook-sender.js';
+import { settlesWithin } from '../server/settles-within.js';
 
 /**
  * Sends one claimed delivery. `permanent` failures are not retried (nothing left to send it to).
@@ -250,11 +251,11 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
     async close(graceMs = Infinity) {
       closed = true;
       clearInterval(timer);
-      if (inFlight.size > 0 && Number.isFinite(graceMs)) {
-        let timeout: NodeJS.Timeout | undefined;
-        const graceOver = new Promise<void>((resolve) => (timeout = setTimeout(resolve, graceMs)));
-        await Promise.race([Promise.allSettled([...inFlight]), graceOver]);
-        clearTimeout(timeout);
+      if (
+        inFlight.size > 0 &&
+        Number.isFinite(graceMs) &&
+        !(await settlesWithin(Promise.allSettled([...inFlight]), graceMs))
+      ) {
         if (inFlight.size > 0) {
           logger.warn(
             { in_flight: inFlight.size, grace_ms: graceMs },
