@@ -160,8 +160,8 @@ export class Relay implements Dispatcher.DispatchHandler {
       this.#decoder !== null,
     );
     sendHead(res, status, out);
-    if (hasBody) this.scanner = scannerFor(upstreamHeaders['content-type']);
     const contentType = upstreamHeaders['content-type'];
+    if (hasBody) this.scanner = scannerFor(contentType);
     this.streamed = typeof contentType === 'string' && contentType.includes('event-stream');
     // A stream's first bytes may be a while coming: let the client see the status now.
     if (hasBody && upstreamHeaders['content-length'] === undefined) res.flushHeaders();
