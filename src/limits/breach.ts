@@ -173,20 +173,13 @@ export function createBreachHandler(options: BreachHandlerOptions): BreachHandle
     }
     const t = pending.get(key);
     if (t !== undefined) {
-      // The trailing alert tells the latest attempt (its time, path) but the reason they were refused:
-      // after the first refusal the IP backs off, so most later ones read `ip_backoff`.
-      t.attempt = attempt.reason === 'ip_backoff' ? { ...attempt, reason: t.attempt.reason } : attempt;
+      t.attempt = withReasonOf(attempt, t.attempt.reason);
       t.owed++;
       return;
     }
     const alerted = quiet.get(key);
     quiet.delete(key);
-    const reason = attempt.reason === 'ip_backoff' ? (alerted?.reason ?? attempt.reason) : attempt.reason;
-    pending.set(key, {
-      attempt: reason === attempt.reason ? attempt : { ...attempt, reason },
-      sentAt: alerted?.at ?? at,
-      owed: 1,
-    });
+    pending.set(key, { attempt: withReasonOf(attempt, alerted?.reason), sentAt: alerted?.at ?? at, owed: 1 });
   }
 
   /** Makes room for a new tuple: false when every tracked tuple still has a trailing alert to send. */
@@ -293,4 +286,18 @@ export function createBreachHandler(options: BreachHandlerOptions): BreachHandle
 /** DESIGN §10: `ip_backoff` refusals are counted but alert by themselves never; see `alert`. */
 export function raisesAlert(attempt: UnauthorizedAttempt): boolean {
   return attempt.alert ?? attempt.reason !== 'ip_backoff';
+}
+
+/**
+ * The attempt a trailing alert tells of: the latest (its time, its path), with the reason the
+ * tuple's attempts were refused. After the first refusal the IP backs off, so most later attempts
+ * read `ip_backoff`, which says nothing of why.
+ */
+function withReasonOf(
+  attempt: UnauthorizedAttempt,
+  earlier: UnauthorizedReason | undefined,
+): UnauthorizedAttempt {
+  return attempt.reason !== 'ip_backoff' || earlier === undefined || earlier === attempt.reason
+    ? attempt
+    : { ...attempt, reason: earlier };
 }
