@@ -103,7 +103,7 @@ export class BudgetGuard {
   /** Counter keys this process has seeded from the store, with when the counter ends. */
   readonly #seeded = new Map<string, number>();
   #nextMarkPurge = 0;
-  /** Flags this process knows were claimed (by it or another one): those events are not sent again. */
+  /** Flags this process has claimed or seen claimed: those events are not sent again from here. */
   readonly #fired = new Set<string>();
 
   constructor(options: BudgetGuardOptions) {
@@ -265,9 +265,8 @@ export class BudgetGuard {
   }
 
   /**
-   * Publishes `type` once per `flag` and period. The counters answer first, without I/O, for the
-   * requests after the first; the store's mark then makes it once across processes and restarts
-   * (the counters alone forget theirs at a restart without Redis, and the event came again).
+   * Publishes `type` once per `flag` and period. The store's mark makes it once across processes and
+   * restarts (the claim is atomic); each process asks it once per flag, and knows the answer after.
    */
   #once(
     flag: string,
@@ -277,29 +276,18 @@ export class BudgetGuard {
     type: 'budget.threshold_reached' | 'budget.exceeded',
     data: () => Record<string, unknown>,
   ): void {
-    // Known here to be sent already: no shared counter to ask (a Redis round trip per request
-    // above the threshold), no event data to build.
+    // Claimed already, here or elsewhere: no store to ask, no event data to build.
     if (this.#fired.has(flag)) return;
-    const publish = (n: number): void => {
-      if (n >= 1) this.#markFired(flag);
-      if (n !== 1) return;
-      const leases = this.#o.store.jobLeases;
-      const nowIso = new Date(now).toISOString();
-      leases
-        .acquire(`once:${flag}`, randomUUID(), nowIso, new Date(expiresAt).toISOString())
-        .then((first) => (first ? this.#o.publisher.publish({ accountId, type, data: data() }) : undefined))
-        .catch((err: unknown) => this.#failed(err, 'event'));
-      if (now >= this.#nextMarkPurge) {
-        this.#nextMarkPurge = now + PURGE_MARKS_EVERY_MS;
-        leases.purgeExpired(nowIso).catch((err: unknown) => this.#failed(err, 'mark purge'));
-      }
-    };
-    try {
-      const n = this.#o.counters.add(flag, 1, expiresAt, now);
-      if (n instanceof Promise) n.then(publish, (err: unknown) => this.#failed(err, 'event'));
-      else publish(n);
-    } catch (err) {
-      this.#failed(err, 'event');
+    this.#markFired(flag);
+    const leases = this.#o.store.jobLeases;
+    const nowIso = new Date(now).toISOString();
+    leases
+      .acquire(`once:${flag}`, randomUUID(), nowIso, new Date(expiresAt).toISOString())
+      .then((first) => (first ? this.#o.publisher.publish({ accountId, type, data: data() }) : undefined))
+      .catch((err: unknown) => this.#failed(err, 'event'));
+    if (now >= this.#nextMarkPurge) {
+      this.#nextMarkPurge = now + PURGE_MARKS_EVERY_MS;
+      leases.purgeExpired(nowIso).catch((err: unknown) => this.#failed(err, 'mark purge'));
     }
   }
 
