@@ -1,10 +1,10 @@
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectRedis, probeDelayMs, type RedisConnection } from '../../src/cluster/redis-connection.js';
+import { connectRedis, probeDelayMs } from '../../src/cluster/redis-connection.js';
 import { MemoryCounters } from '../../src/limits/counters.js';
 import { FallbackCounters } from '../../src/limits/fallback-counters.js';
 import { RedisCounters } from '../../src/limits/redis-counters.js';
-import { REDIS_POLL, startRedis, type TestRedis } from '../cluster/support.js';
+import { REDIS_POLL, startRedis } from '../cluster/support.js';
 import { until } from '../support/poll.js';
 
 /** A redis-server of its own, and FallbackCounters over a connection to it, once it is up. */
@@ -17,81 +17,78 @@ async function fallbackOnOwnRedis(logger: pino.Logger) {
   return { redis, connection, local, counters };
 }
 
+/**
+ * The describe block's own Redis and FallbackCounters over it, from before its first test to after
+ * its last (resumed first, should a test have left it paused); `lines` gets its log lines.
+ */
+function useOwnRedis(lines?: string[]): Awaited<ReturnType<typeof fallbackOnOwnRedis>> {
+  const own = {} as Awaited<ReturnType<typeof fallbackOnOwnRedis>>;
+  beforeAll(async () => {
+    const logger =
+      lines === undefined
+        ? pino({ level: 'silent' })
+        : pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
+    Object.assign(own, await fallbackOnOwnRedis(logger));
+  }, 60_000);
+  afterAll(async () => {
+    own.redis?.resume();
+    own.counters?.close();
+    await own.connection?.close();
+    await own.redis?.stop();
+  });
+  return own;
+}
+
 /** DESIGN §9: shared while Redis answers, this process's own while it does not; never an error. */
 describe('FallbackCounters on a Redis that goes away and comes back', () => {
-  let redis: TestRedis;
-  let connection: RedisConnection;
-  let local: MemoryCounters;
-  let counters: FallbackCounters;
-
-  beforeAll(async () => {
-    ({ redis, connection, local, counters } = await fallbackOnOwnRedis(pino({ level: 'silent' })));
-  }, 60_000);
-
-  afterAll(async () => {
-    counters?.close();
-    await connection?.close();
-    await redis?.stop();
-  });
-
+  const own = useOwnRedis();
   it('counts in Redis while it is up: another process sees the same window', async () => {
-    const other = new RedisCounters(connection.client);
-    expect((await counters.hit('rl:t', 60_000, 1_000)).count).toBe(1);
+    const other = new RedisCounters(own.connection.client);
+    expect((await own.counters.hit('rl:t', 60_000, 1_000)).count).toBe(1);
     expect((await other.hit('rl:t', 60_000, 1_001)).count).toBe(2);
-    expect(local.sizes.windows).toBe(0);
+    expect(own.local.sizes.windows).toBe(0);
   });
 
   it('Redis killed: the call in flight is answered from memory, later ones synchronously', async () => {
-    await redis.kill();
-    const answer = counters.hit('rl:t', 60_000, 2_000);
+    await own.redis.kill();
+    const answer = own.counters.hit('rl:t', 60_000, 2_000);
     expect((await answer).count).toBe(1); // memory's own window: the shared count is out of reach
-    await until('the connection to notice Redis is gone', () => !connection.up, REDIS_POLL);
-    const next = counters.hit('rl:t', 60_000, 2_001);
+    await until('the connection to notice Redis is gone', () => !own.connection.up, REDIS_POLL);
+    const next = own.counters.hit('rl:t', 60_000, 2_001);
     expect(next).not.toBeInstanceOf(Promise);
     expect(next).toEqual({ count: 2, resetAt: 62_000 });
-    expect(counters.sharing).toBe(false);
+    expect(own.counters.sharing).toBe(false);
   });
 
   it('Redis back: counts go to Redis again by themselves', async () => {
-    await redis.start();
-    await until('the connection to the restarted Redis to be up', () => connection.up, { timeoutMs: 30_000 });
-    expect(counters.sharing).toBe(true);
+    await own.redis.start();
+    await until('the connection to the restarted Redis to be up', () => own.connection.up, {
+      timeoutMs: 30_000,
+    });
+    expect(own.counters.sharing).toBe(true);
     // The restarted Redis is empty: a fresh window there, not memory's count of 2.
-    expect((await counters.hit('rl:t', 60_000, 3_000)).count).toBe(1);
+    expect((await own.counters.hit('rl:t', 60_000, 3_000)).count).toBe(1);
   }, 60_000);
 });
 
 describe('a Redis that answers with errors (maxmemory reached: it refuses writes but answers PING)', () => {
-  let redis: TestRedis;
-  let connection: RedisConnection;
-  let counters: FallbackCounters;
   const lines: string[] = [];
-
-  beforeAll(async () => {
-    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
-    ({ redis, connection, counters } = await fallbackOnOwnRedis(logger));
-  }, 60_000);
-
-  afterAll(async () => {
-    counters?.close();
-    await connection?.close();
-    await redis?.stop();
-  });
+  const own = useOwnRedis(lines);
 
   it('probe delays after relapses: 1 s doubling to 30 s', () => {
     expect([0, 1, 2, 4, 5, 6, 40].map(probeDelayMs)).toEqual([1000, 2000, 4000, 16000, 30000, 30000, 30000]);
   });
 
   it('counts per process while writes are refused, without flapping, and shares again once they pass', async () => {
-    await redis.command(['CONFIG', 'SET', 'maxmemory-policy', 'noeviction']);
-    await redis.command(['CONFIG', 'SET', 'maxmemory', '1']);
+    await own.redis.command(['CONFIG', 'SET', 'maxmemory-policy', 'noeviction']);
+    await own.redis.command(['CONFIG', 'SET', 'maxmemory', '1']);
     // The refused command is answered from memory, and Redis counts as away.
-    expect((await counters.hit('rl:oom', 60_000, 1_000)).count).toBe(1);
-    expect(connection.up).toBe(false);
+    expect((await own.counters.hit('rl:oom', 60_000, 1_000)).count).toBe(1);
+    expect(own.connection.up).toBe(false);
     // PING still answers; only a write proves Redis usable, so it stays away (4 s: four probes).
     const deadline = Date.now() + 4_000;
     while (Date.now() < deadline) {
-      expect(connection.up).toBe(false);
+      expect(own.connection.up).toBe(false);
       await new Promise((r) => setTimeout(r, 50));
     }
     const warnings = lines.filter((l) => l.includes('Redis answers commands with an error'));
@@ -99,33 +96,33 @@ describe('a Redis that answers with errors (maxmemory reached: it refuses writes
     expect(warnings[0]).toContain('OOM');
     expect(lines.filter((l) => l.includes('Redis is back'))).toHaveLength(0);
 
-    await redis.command(['CONFIG', 'SET', 'maxmemory', '0']);
-    await until('the connection to be up once writes pass', () => connection.up, { timeoutMs: 5_000 });
-    expect((await counters.hit('rl:oom', 60_000, 2_000)).count).toBe(1); // Redis's own window
+    await own.redis.command(['CONFIG', 'SET', 'maxmemory', '0']);
+    await until('the connection to be up once writes pass', () => own.connection.up, { timeoutMs: 5_000 });
+    expect((await own.counters.hit('rl:oom', 60_000, 2_000)).count).toBe(1); // Redis's own window
     expect(lines.filter((l) => l.includes('Redis is back'))).toHaveLength(1);
   }, 30_000);
 
   it('a connection to a Redis that refuses writes does not count as up until one passes', async () => {
-    await redis.command(['CONFIG', 'SET', 'maxmemory', '1']);
-    const own: string[] = [];
+    await own.redis.command(['CONFIG', 'SET', 'maxmemory', '1']);
+    const freshLines: string[] = [];
     const fresh = connectRedis(
-      { url: redis.url },
-      pino({ level: 'info' }, { write: (line: string) => void own.push(line) }),
+      { url: own.redis.url },
+      pino({ level: 'info' }, { write: (line: string) => void freshLines.push(line) }),
     );
     try {
       await until(
         "the 'refuses tokenproxy' warning",
-        () => own.some((l) => l.includes('refuses tokenproxy')),
+        () => freshLines.some((l) => l.includes('refuses tokenproxy')),
         { timeoutMs: 5_000 },
       );
       expect(fresh.client.isReady).toBe(true);
       expect(fresh.up).toBe(false);
-      expect(own.filter((l) => l.includes('connected to Redis'))).toHaveLength(0);
-      await redis.command(['CONFIG', 'SET', 'maxmemory', '0']);
+      expect(freshLines.filter((l) => l.includes('connected to Redis'))).toHaveLength(0);
+      await own.redis.command(['CONFIG', 'SET', 'maxmemory', '0']);
       await until('the new connection to be up once writes pass', () => fresh.up, { timeoutMs: 5_000 });
-      expect(own.filter((l) => l.includes('connected to Redis'))).toHaveLength(1);
+      expect(freshLines.filter((l) => l.includes('connected to Redis'))).toHaveLength(1);
     } finally {
-      await redis.command(['CONFIG', 'SET', 'maxmemory', '0']);
+      await own.redis.command(['CONFIG', 'SET', 'maxmemory', '0']);
       await fresh.close();
     }
   }, 30_000);
@@ -134,9 +131,9 @@ describe('a Redis that answers with errors (maxmemory reached: it refuses writes
     // Failures the probe cannot see (a command that times out under load, say), right after a recovery.
     const downFor = async (): Promise<number> => {
       const start = Date.now();
-      connection.suspect(new Error('command timed out'));
-      expect(connection.up).toBe(false);
-      await until('the suspected connection to be up again', () => connection.up, { timeoutMs: 10_000 });
+      own.connection.suspect(new Error('command timed out'));
+      expect(own.connection.up).toBe(false);
+      await until('the suspected connection to be up again', () => own.connection.up, { timeoutMs: 10_000 });
       return Date.now() - start;
     };
     // Lower bounds only: a slow machine can only make Redis look away for longer.
@@ -146,40 +143,26 @@ describe('a Redis that answers with errors (maxmemory reached: it refuses writes
 });
 
 describe('a Redis that hangs with its connections open (SIGSTOP: a stalled host, a black hole)', () => {
-  let redis: TestRedis;
-  let connection: RedisConnection;
-  let counters: FallbackCounters;
   const lines: string[] = [];
-
-  beforeAll(async () => {
-    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
-    ({ redis, connection, counters } = await fallbackOnOwnRedis(logger));
-  }, 60_000);
-
-  afterAll(async () => {
-    redis?.resume();
-    counters?.close();
-    await connection?.close();
-    await redis?.stop();
-  });
+  const own = useOwnRedis(lines);
 
   it('a call is answered from memory after the command timeout, and Redis counts as away until it answers', async () => {
-    expect((await counters.hit('rl:hang', 60_000, 1_000)).count).toBe(1);
-    redis.pause();
+    expect((await own.counters.hit('rl:hang', 60_000, 1_000)).count).toBe(1);
+    own.redis.pause();
     try {
       // The client's own timeout stops at the write; without ours this waited as long as Redis did.
       const started = Date.now();
-      const answer = await counters.hit('rl:hang', 60_000, 1_001);
+      const answer = await own.counters.hit('rl:hang', 60_000, 1_001);
       expect(answer.count).toBe(1); // memory's own window
       expect(Date.now() - started).toBeLessThan(5_000);
-      expect(connection.up).toBe(false);
+      expect(own.connection.up).toBe(false);
       expect(lines.some((l) => l.includes('did not answer within 500 ms'))).toBe(true);
       // From now on without waiting at all.
-      expect(counters.hit('rl:hang', 60_000, 1_002)).not.toBeInstanceOf(Promise);
+      expect(own.counters.hit('rl:hang', 60_000, 1_002)).not.toBeInstanceOf(Promise);
     } finally {
-      redis.resume();
+      own.redis.resume();
     }
-    await until('the connection to be up once Redis answers', () => connection.up, { timeoutMs: 20_000 });
-    expect((await counters.hit('rl:hang', 60_000, 2_000)).count).toBeGreaterThanOrEqual(2);
+    await until('the connection to be up once Redis answers', () => own.connection.up, { timeoutMs: 20_000 });
+    expect((await own.counters.hit('rl:hang', 60_000, 2_000)).count).toBeGreaterThanOrEqual(2);
   }, 40_000);
 });
