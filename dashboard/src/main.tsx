@@ -41,6 +41,13 @@ function Shell(props: { account: Account; onAccount: (a: Account) => void; onSig
   const { path, params } = useLocation();
   const view = VIEWS.find((v) => v.path === path) ?? VIEWS[0];
   const [signOutError, setSignOutError] = useState<string | null>(null);
+  // Each click in the navigation opens its view afresh (lists read again, filters cleared), also when
+  // it is the view already shown: that click is how a user asks for what is new.
+  const [visit, setVisit] = useState(0);
+  const open = (to: string) => {
+    navigate(to);
+    setVisit((n) => n + 1);
+  };
   useEffect(() => {
     document.title = `${view.name} · tokenproxy`;
   }, [view.name]);
@@ -53,7 +60,7 @@ function Shell(props: { account: Account; onAccount: (a: Account) => void; onSig
           href="/"
           onClick={(e) => {
             e.preventDefault();
-            navigate('/');
+            open('/');
           }}
         >
           <span class="brand-mark" aria-hidden="true" />
@@ -99,7 +106,7 @@ function Shell(props: { account: Account; onAccount: (a: Account) => void; onSig
                 aria-current={v.path === view.path ? 'page' : undefined}
                 onClick={(e) => {
                   e.preventDefault();
-                  navigate(v.path);
+                  open(v.path);
                 }}
               >
                 {v.name}
@@ -108,11 +115,11 @@ function Shell(props: { account: Account; onAccount: (a: Account) => void; onSig
           ))}
         </ul>
       </nav>
-      <main class="main">
+      <main class="main" key={visit}>
         {view.path === '/' && <Overview account={props.account} />}
         {view.path === '/tokens' && <Tokens account={props.account} />}
         {view.path === '/anomalies' && <Anomalies tokenId={params.get('token_id') ?? undefined} />}
-        {view.path === '/logs' && <Logs />}
+        {view.path === '/logs' && <Logs params={params} />}
         {view.path === '/keys' && <Keys />}
         {view.path === '/webhooks' && <Webhooks />}
         {view.path === '/settings' && <Settings account={props.account} onAccount={props.onAccount} />}

@@ -73,6 +73,17 @@ export function dashboardRoutes(app: ApiServer, buildDir: string = BUILD_DIR): v
     });
   }
 
+  // A view's address typed or linked with a trailing slash ("/tokens/") opens the view, query and
+  // all, instead of a bare 404: the address is what the breach e-mail and bookmarks carry.
+  for (const page of DASHBOARD_PAGES) {
+    if (page === '/') continue;
+    app.get(`${page}/`, { schema: { hide: true } }, (request, reply) => {
+      const query = request.url.indexOf('?');
+      secure(reply).header('cache-control', 'no-cache');
+      return reply.redirect(query === -1 ? page : page + request.url.slice(query), 308);
+    });
+  }
+
   app.get<{ Params: { name: string } }>('/assets/:name', { schema: { hide: true } }, (request, reply) => {
     const asset = build?.assets.get(request.params.name);
     secure(reply);

@@ -296,6 +296,18 @@ for (const fixture of databases) {
         expect(html).not.toMatch(/(?:src|href)="(?:https?:)?\/\//);
         expect((await h.app.inject({ method: 'GET', url: '/assets/nope.js' })).statusCode).toBe(404);
       });
+
+      it('send a view asked for with a trailing slash to its address, query kept', async () => {
+        const plain = await h.app.inject({ method: 'GET', url: '/tokens/' });
+        expect(plain.statusCode).toBe(308);
+        expect(plain.headers.location).toBe('/tokens');
+        expect(plain.headers['x-frame-options']).toBe('DENY');
+        const linked = await h.app.inject({ method: 'GET', url: '/anomalies/?token_id=tok_1&x=%2F' });
+        expect(linked.statusCode).toBe(308);
+        expect(linked.headers.location).toBe('/anomalies?token_id=tok_1&x=%2F');
+        // Only a view's own address: anything under it stays unknown.
+        expect((await h.app.inject({ method: 'GET', url: '/tokens/extra' })).statusCode).toBe(404);
+      });
     });
   });
 }

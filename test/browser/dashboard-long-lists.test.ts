@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { hasChromium } from '../support/chromium.js';
-import { useDashboardHarness } from './dashboard-harness.js';
+import { ALLOWED, useDashboardHarness } from './dashboard-harness.js';
 import { go, shoot } from './dashboard-pages.js';
 
 /**
  * What a review found past the happy path: an account with more than one page of tokens, a sign-out
- * the server never hears, a clipboard the browser refuses.
+ * the server never hears, a clipboard the browser refuses, a filtered view reloaded or linked.
  */
 describe.skipIf(!hasChromium)('the dashboard in Chromium: long lists and failures', () => {
   const d = useDashboardHarness({ signedIn: true, seeded: false });
@@ -35,6 +35,51 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium: long lists and failure
     const option = d.page.getByLabel('Token').locator('option', { hasText: 'the old active one' });
     await option.waitFor({ state: 'attached' });
     expect(await option.count()).toBe(1);
+  });
+
+  it('the Logs view keeps its filters in the address: a reload, a link and Back keep what was chosen', async () => {
+    await go(d.page, 'Logs');
+    const t = await d.createToken(d.apiKey, 'filtered in the logs');
+    expect((await d.proxy(t.sanitized_key, ALLOWED, '127.0.0.11')).status).toBe(200);
+    expect((await d.proxy(t.sanitized_key, 'https://evil.example', '127.0.0.12')).status).toBe(403);
+    // The log writer stores records a moment after their answers; the view reads them once.
+    for (let i = 0; ; i++) {
+      const logs = await d.api(d.apiKey, 'GET', `/v1/logs?token_id=${t.token_id}`);
+      if ((logs.body.data as unknown[]).length === 2) break;
+      expect(i, 'both requests recorded').toBeLessThan(100);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const table = d.page.getByRole('table', { name: 'Request log' });
+    const shows = async (status: number) => {
+      // A refused request's cell reads "403 refused".
+      await table.getByRole('cell', { name: new RegExp(`^${status}( refused)?$`) }).waitFor();
+      expect(await table.getByRole('row').count()).toBe(2); // the heading and the one request
+    };
+
+    // Its own link, clicked while it is shown, reads it afresh: the new token is among the options.
+    await go(d.page, 'Logs');
+    await d.page.getByLabel('Token').selectOption(t.token_id);
+    await d.page.getByLabel('Outcome').selectOption('false');
+    expect(new URL(d.page.url()).search).toBe(`?token_id=${t.token_id}&authorized=false`);
+    await shows(403);
+
+    await d.page.reload();
+    await d.page.getByRole('heading', { level: 1, name: 'Logs' }).waitFor();
+    await shows(403);
+    expect(await d.page.getByLabel('Outcome').inputValue()).toBe('false');
+
+    await d.page.getByLabel('Outcome').selectOption('true');
+    await shows(200);
+    await d.page.goBack();
+    await shows(403);
+    expect(await d.page.getByLabel('Outcome').inputValue()).toBe('false');
+
+    // A value the view does not offer is no filter, rather than an empty list.
+    await d.page.goto(`${d.server.apiUrl}/logs?token_id=${t.token_id}&status=teapot`);
+    await d.page.getByRole('heading', { level: 1, name: 'Logs' }).waitFor();
+    await table.getByRole('cell', { name: '200', exact: true }).waitFor();
+    await table.getByRole('cell', { name: '403 refused', exact: true }).waitFor();
+    expect(await d.page.getByLabel('Status').inputValue()).toBe('');
   });
 
   it('a sign-out the server does not answer says so, and the page stays signed in', async () => {

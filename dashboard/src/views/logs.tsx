@@ -1,13 +1,35 @@
 import { useState } from 'preact/hooks';
 import { api, listAll, query, type List, type LogRecord, type Token } from '../api';
 import { dateTime } from '../format';
+import { navigate } from '../router';
 import { Alert, Empty, PageHeader, Pager, TokenOptions, useLoad } from '../ui';
 
-export function Logs() {
-  const [tokenId, setTokenId] = useState('');
-  const [authorized, setAuthorized] = useState('');
-  const [status, setStatus] = useState('');
-  const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
+const OUTCOMES = ['true', 'false'];
+const STATUSES = ['2xx', '4xx', '5xx'];
+
+/** A filter from the address, or none when the address carries a value the view does not offer. */
+function pick(params: URLSearchParams, name: string, allowed?: readonly string[]): string {
+  const value = params.get(name) ?? '';
+  return allowed === undefined || allowed.includes(value) ? value : '';
+}
+
+/**
+ * The request log, newest first. Its filters live in the address (`/logs?token_id=…&status=5xx`), so
+ * a filtered view can be bookmarked, shared and reloaded, and Back undoes a filter.
+ */
+export function Logs(props: { params: URLSearchParams }) {
+  const tokenId = pick(props.params, 'token_id');
+  const authorized = pick(props.params, 'authorized', OUTCOMES);
+  const status = pick(props.params, 'status', STATUSES);
+  // The pages read so far belong to one set of filters: another set (chosen here, or by Back) starts
+  // on its first page, without a request carrying the old set's cursor.
+  const filters = `${tokenId}\n${authorized}\n${status}`;
+  const [paging, setPaging] = useState<{ filters: string; cursors: (string | undefined)[] }>({
+    filters,
+    cursors: [undefined],
+  });
+  const cursors = paging.filters === filters ? paging.cursors : [undefined];
+  const setCursors = (next: (string | undefined)[]) => setPaging({ filters, cursors: next });
   const cursor = cursors[cursors.length - 1];
   const tokens = useLoad(() => listAll<Token>('/tokens'));
   const names = new Map((tokens.data?.items ?? []).map((t) => [t.token_id, t.name]));
@@ -19,6 +41,8 @@ export function Logs() {
       ),
     [tokenId, authorized, status, cursor],
   );
+  const filter = (change: Record<string, string>) =>
+    navigate(`/logs${query({ token_id: tokenId, authorized, status, ...change })}`);
   const reset = () => setCursors([undefined]);
   const rows = data?.data ?? [];
 
@@ -28,14 +52,14 @@ export function Logs() {
       <form class="filters" onSubmit={(e) => e.preventDefault()} aria-label="Filters">
         <label class="field">
           <span>Token</span>
-          <select value={tokenId} onChange={(e) => (setTokenId(e.currentTarget.value), reset())}>
+          <select value={tokenId} onChange={(e) => filter({ token_id: e.currentTarget.value })}>
             <option value="">All tokens</option>
             <TokenOptions tokens={tokens.data?.items ?? []} />
           </select>
         </label>
         <label class="field">
           <span>Outcome</span>
-          <select value={authorized} onChange={(e) => (setAuthorized(e.currentTarget.value), reset())}>
+          <select value={authorized} onChange={(e) => filter({ authorized: e.currentTarget.value })}>
             <option value="">Authorized and refused</option>
             <option value="true">Authorized</option>
             <option value="false">Refused (origin or IP)</option>
@@ -43,7 +67,7 @@ export function Logs() {
         </label>
         <label class="field">
           <span>Status</span>
-          <select value={status} onChange={(e) => (setStatus(e.currentTarget.value), reset())}>
+          <select value={status} onChange={(e) => filter({ status: e.currentTarget.value })}>
             <option value="">Any status</option>
             <option value="2xx">2xx success</option>
             <option value="4xx">4xx refused or client error</option>
