@@ -5,7 +5,7 @@ import { SETTINGS, envName, flagName, type SettingSpec } from '../config/setting
 import { registerAccountCommands } from './accounts.js';
 import { registerKekCommands } from './kek.js';
 import { VERSION } from '../version.js';
-import { workerSlot } from '../cluster/worker-slot.js';
+import { workerSlot } from '../cluster/worker-env.js';
 
 type Out = (line: string) => void;
 

@@ -13,7 +13,7 @@ import { loadTlsMaterial } from '../tls/tls-material.js';
 import { openKek } from '../vault/open-kek.js';
 import { isMetricsRequest, isReady, type MetricsReply } from './messages.js';
 import { crashesInARow, restartDelayMs, shouldGiveUp } from './restart-backoff.js';
-import { WORKER_SLOT_ENV } from './worker-slot.js';
+import { CERTIFICATE_GENERATED_ENV, WORKER_SLOT_ENV } from './worker-env.js';
 
 export interface PrimaryOptions {
   readonly env: Readonly<Record<string, string | undefined>>;
@@ -68,8 +68,10 @@ export async function runPrimary(config: Config, options: PrimaryOptions): Promi
       await (await openKek(config, options.env, store, logger)).close();
       // Generated here once, so the workers load it instead of racing to generate one each; and only
       // once the KEK is accepted, so a refused start leaves no certificate behind.
-      if (!config.insecureHttp && !given) await loadTlsMaterial({ dataDir: config.dataDir });
-      return await supervise(config, options, async () => {
+      const generated =
+        !config.insecureHttp && !given && (await loadTlsMaterial({ dataDir: config.dataDir })).generated;
+      const workerEnv: Record<string, string> = generated ? { [CERTIFICATE_GENERATED_ENV]: '1' } : {};
+      return await supervise(config, options, workerEnv, async () => {
         // Under the same lock as a single serve's: primaries (and serves) starting together on an
         // empty store create one `default` account between them.
         const created = await withBootstrapLock(config, () => bootstrapDefaultAccount(store, new Date()));
@@ -114,6 +116,7 @@ interface Slot {
 async function supervise(
   config: Config,
   options: PrimaryOptions,
+  workerEnv: Readonly<Record<string, string>>,
   bootstrap: () => Promise<void>,
 ): Promise<number> {
   const { logger, print } = options;
@@ -153,7 +156,7 @@ async function supervise(
     slot.restartTimer = undefined;
     slot.ready = false;
     slot.startedAt = Date.now();
-    const worker = cluster.fork({ [WORKER_SLOT_ENV]: String(index + 1) });
+    const worker = cluster.fork({ ...workerEnv, [WORKER_SLOT_ENV]: String(index + 1) });
     slot.worker = worker;
     worker.on('message', (message: unknown) => {
       if (isReady(message)) {

@@ -3,6 +3,7 @@ import { AggregatorRegistry, Registry } from 'prom-client';
 import type { Config } from '../config/load.js';
 import { startServer } from '../server/start.js';
 import { isMetricsReply, type MetricsRequest, type ReadyMessage } from './messages.js';
+import { certificateGeneratedByPrimary } from './worker-env.js';
 
 const METRICS_TIMEOUT_MS = 10_000;
 
@@ -63,6 +64,7 @@ export async function runWorker(config: Config, logger: Logger): Promise<number>
     logger,
     print: (line) => banner.push(line),
     worker: {
+      certificateGenerated: certificateGeneratedByPrimary(process.env),
       metrics(local) {
         // Answer the primary's gathering with this worker's own series.
         AggregatorRegistry.setRegistries([local]);

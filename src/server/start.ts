@@ -57,7 +57,13 @@ export interface StartOptions {
    * Set in a `--workers` worker (src/cluster/worker.ts): the primary holds serve.lock and creates
    * the first account, and GET /metrics serves the registry `metrics` returns (the whole service's).
    */
-  readonly worker?: { readonly metrics: (local: Registry) => Registry } | undefined;
+  readonly worker?:
+    | {
+        readonly metrics: (local: Registry) => Registry;
+        /** The primary generated the certificate this worker loads (the banner says so). */
+        readonly certificateGenerated: boolean;
+      }
+    | undefined;
 }
 
 export async function startServer(config: Config, options: StartOptions): Promise<RunningServer> {
@@ -275,7 +281,8 @@ async function startLocked(
   print(`  store           ${store.dialect === 'sqlite' ? `SQLite in ${config.dataDir}` : 'PostgreSQL'}`);
   if (config.redis !== undefined) print(`  redis           ${redactRedisUrl(config.redis)} (shared limits)`);
   if (tls) {
-    print(`  TLS 1.3 certificate ${tls.generated ? 'generated' : 'loaded'}: ${tls.certPath}`);
+    const generated = tls.generated || options.worker?.certificateGenerated === true;
+    print(`  TLS 1.3 certificate ${generated ? 'generated' : 'loaded'}: ${tls.certPath}`);
     print(`  SHA-256 fingerprint: ${tls.fingerprint}`);
   }
   print(

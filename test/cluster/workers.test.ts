@@ -280,3 +280,24 @@ describe('serve --workers 2 (the real binary)', () => {
     expect(server.stdout().match(/"msg":"worker stopped"/g)?.length).toBeGreaterThanOrEqual(2);
   }, 120_000);
 });
+
+describe('serve --workers 2 over TLS on a new data dir', () => {
+  let redis: TestRedis | undefined;
+  let dataDir = '';
+  let server: ServerProcess | undefined;
+  afterAll(async () => {
+    await server?.stop();
+    await redis?.stop();
+    if (dataDir !== '') await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('the banner says the certificate was generated (by the primary), as a single serve says', async () => {
+    redis = await startRedis();
+    dataDir = await mkdtemp(path.join(os.tmpdir(), 'tokenproxy-workers-tls-'));
+    server = await startServe(['--data-dir', dataDir, '--workers', '2', '--redis', redis.url]);
+    const out = server.stderr();
+    expect(out).toContain(`TLS 1.3 certificate generated: ${path.join(dataDir, 'tls', 'cert.pem')}`);
+    expect(out).not.toContain('certificate loaded');
+    expect(server.apiUrl).toMatch(/^https:/);
+  }, 120_000);
+});
