@@ -237,7 +237,8 @@ class ErrorFieldsTest(unittest.TestCase):
 
 class StubAPI(http.server.BaseHTTPRequestHandler):
     """/v1/tokens answers a page, /v1/account a load balancer's HTML 502, /v1/logs drops the
-    connection, /v1/keys never answers, /v1/audit sends its answer a byte at a time."""
+    connection, /v1/keys never answers, /v1/audit sends its body a byte at a time, /v1/webhooks its
+    headers."""
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
         path = self.path.split("?")[0]
@@ -255,6 +256,16 @@ class StubAPI(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             try:
                 for byte in body:
+                    if self.server.release.wait(0.1):  # type: ignore[attr-defined]
+                        break
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+            except OSError:
+                pass  # the client gave up, as it should
+        elif path == "/v1/webhooks":
+            try:
+                self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+                for byte in b"X-Slowly: " + b"a" * 45 + b"\r\n":
                     if self.server.release.wait(0.1):  # type: ignore[attr-defined]
                         break
                     self.wfile.write(bytes([byte]))
@@ -316,6 +327,15 @@ class RealTransportTest(unittest.TestCase):
         with self.assertRaises(APITimeoutError):
             self.client.audit.list()
         self.assertEqual(len(self.waits), 1)
+
+    def test_timeout_holds_for_headers_that_trickle(self) -> None:
+        # The status line comes at once, each header byte within the timeout, the headers never.
+        started = time.monotonic()
+        with self.assertRaises(APITimeoutError):
+            self.client.webhooks.list()
+        self.assertEqual(len(self.waits), 1)
+        # Two attempts of 0.5 s each (the retry's wait is stubbed), not the header's 5.7 s.
+        self.assertLess(time.monotonic() - started, 3.0)
 
 
 def sign(secret: str, msg_id: str, ts: int, body: bytes) -> str:

@@ -3,6 +3,7 @@
 import http.client
 import socket
 import ssl
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -17,76 +18,138 @@ Transport = Callable[[str, str, Dict[str, str], Optional[bytes], float], Respons
 
 
 def _urllib_transport(context: ssl.SSLContext) -> Transport:
-    opener = urllib.request.build_opener(
-        urllib.request.HTTPSHandler(context=context),
-        # Error statuses are answers, not exceptions, for the retry logic.
-        _NoRaise(),
-    )
-
     def send(
         method: str, url: str, headers: Dict[str, str], body: Optional[bytes], timeout: float
     ) -> Response:
         request = urllib.request.Request(url, data=body, headers=headers, method=method)
-        deadline = time.monotonic() + timeout
+        deadline = _Deadline(timeout)
+        opener = urllib.request.build_opener(
+            _HTTPHandler(deadline),
+            _HTTPSHandler(context, deadline),
+            # Error statuses are answers, not exceptions, for the retry logic.
+            _NoRaise(),
+        )
         try:
             with opener.open(request, timeout=timeout) as resp:
-                raw = _read_by(resp, deadline)
-                return resp.status, {k.lower(): v for k, v in resp.headers.items()}, raw
+                raw = resp.read()
+                status, answer_headers = resp.status, resp.headers
+            if deadline.fired:
+                raise _timed_out(timeout)
+            return status, {k.lower(): v for k, v in answer_headers.items()}, raw
         except urllib.error.HTTPError as err:
             try:
-                raw = _read_by(err, deadline)
-            except (socket.timeout, TimeoutError) as late:
-                raise APITimeoutError(
-                    f"No complete response within {timeout} s.", code="timeout"
-                ) from late
+                raw = err.read()
+            except (http.client.HTTPException, OSError) as late:
+                if deadline.fired:
+                    raise _timed_out(timeout) from late
+                raise
+            if deadline.fired:
+                raise _timed_out(timeout) from err
             return err.code, {k.lower(): v for k, v in err.headers.items()}, raw
         except (socket.timeout, TimeoutError) as err:
-            raise APITimeoutError(
-                f"No complete response within {timeout} s.", code="timeout"
-            ) from err
+            raise _timed_out(timeout) from err
         except ssl.SSLCertVerificationError as err:
             raise _certificate_error(err) from err
         except urllib.error.URLError as err:
             if isinstance(err.reason, ssl.SSLCertVerificationError):
                 raise _certificate_error(err.reason) from err
-            if isinstance(err.reason, (socket.timeout, TimeoutError)):
-                raise APITimeoutError(
-                    f"No complete response within {timeout} s.", code="timeout"
-                ) from err
+            if deadline.fired or isinstance(err.reason, (socket.timeout, TimeoutError)):
+                raise _timed_out(timeout) from err
             raise APIConnectionError(
                 f"Could not reach the tokenproxy API: {err.reason}", code="connection_error"
             ) from err
         except (http.client.HTTPException, OSError) as err:
+            if deadline.fired:
+                raise _timed_out(timeout) from err
             raise APIConnectionError(
                 f"Could not reach the tokenproxy API: {err}", code="connection_error"
             ) from err
+        finally:
+            deadline.stop()
 
     return send
 
 
-def _read_by(resp: Any, deadline: float) -> bytes:
-    """The whole body, or TimeoutError once the attempt's deadline passes. urllib's timeout bounds
-    each socket read only: a server sending a byte now and then would hold a call for ever."""
-    sock = _socket_of(resp)
-    chunks = []
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError("the response did not arrive in time")
-        if sock is not None:
-            sock.settimeout(remaining)
-        chunk = resp.read1(65536)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
+def _timed_out(timeout: float) -> APITimeoutError:
+    return APITimeoutError(f"No complete response within {timeout} s.", code="timeout")
 
 
-def _socket_of(resp: Any) -> Optional[socket.socket]:
-    """The response's socket, where http.client keeps it (a BufferedReader over a SocketIO);
-    None elsewhere, and the deadline is then checked between reads only."""
-    raw = getattr(getattr(resp, "fp", None), "raw", None)
-    sock = getattr(raw, "_sock", None)
-    return sock if isinstance(sock, socket.socket) else None
+class _Deadline:
+    """Ends an attempt that outlives its timeout. urllib's timeout bounds each socket operation
+    only: a server sending a byte now and then, in its status line, its headers or its body, would
+    hold a call for ever. At the deadline the connection's socket is shut down, which ends a read in
+    progress at once; the attempt then raises APITimeoutError, never returns what arrived so far."""
+
+    def __init__(self, timeout: float) -> None:
+        self._at = time.monotonic() + timeout
+        self._lock = threading.Lock()
+        self._timer: Optional[threading.Timer] = None
+        self._done = False
+        self.fired = False
+
+    def watch(self, sock: socket.socket) -> None:
+        with self._lock:
+            if self._done:
+                return
+            timer = threading.Timer(max(0.0, self._at - time.monotonic()), self._fire, (sock,))
+            timer.daemon = True
+            self._timer = timer
+            timer.start()
+
+    def _fire(self, sock: socket.socket) -> None:
+        with self._lock:
+            if self._done:
+                return
+            self.fired = True
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # already closed
+
+    def stop(self) -> None:
+        with self._lock:
+            self._done = True
+            timer = self._timer
+        if timer is not None:
+            timer.cancel()
+
+
+def _watched(connection_class: Any, deadline: _Deadline) -> Callable[..., Any]:
+    """urllib's connection class, whose socket the deadline watches from its connection on."""
+
+    def make(host: str, **kwargs: Any) -> Any:
+        conn = connection_class(host, **kwargs)
+        connect = conn.connect
+
+        def connect_watched() -> None:
+            connect()
+            deadline.watch(conn.sock)
+
+        conn.connect = connect_watched
+        return conn
+
+    return make
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, deadline: _Deadline) -> None:
+        super().__init__()
+        self._deadline = deadline
+
+    def http_open(self, req: Any) -> Any:
+        return self.do_open(_watched(http.client.HTTPConnection, self._deadline), req)
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, context: ssl.SSLContext, deadline: _Deadline) -> None:
+        super().__init__(context=context)
+        self._context = context
+        self._deadline = deadline
+
+    def https_open(self, req: Any) -> Any:
+        return self.do_open(
+            _watched(http.client.HTTPSConnection, self._deadline), req, context=self._context
+        )
 
 
 # OpenSSL verify codes: the chain does not end at a trusted CA (self-signed, unknown issuer).
