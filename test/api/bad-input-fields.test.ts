@@ -158,6 +158,19 @@ for (const fixture of databases) {
           expect(error.message).toContain('future');
         }
       });
+
+      it('refuses a time past the year 9999 in UTC, which the store could not order (it read as expired)', async () => {
+        const error = expectError(
+          await post(tokenBody({ expires_at: '9999-12-31T23:59:59.999-10:00' })),
+          400,
+          'invalid_parameter',
+          'expires_at',
+        );
+        expect(error.message).toContain('no later than 9999-12-31T23:59:59.999Z');
+        expect(error.message).toContain('send null');
+        const last = ok<TokenJson>(await make(tokenBody({ expires_at: '9999-12-31T23:59:59.999Z' })), 201);
+        expect(last.status).toBe('active');
+      });
     });
   });
 }

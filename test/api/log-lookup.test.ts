@@ -36,6 +36,15 @@ describe('log filter parameters', () => {
     );
   });
 
+  it.each(['9999-12-31T23:59:59-10:00', '1969-12-31T23:59:59Z'])(
+    'until %s, outside what the store can order, is refused with the range',
+    (text) => {
+      expect(() => timeRange(undefined, text)).toThrow(
+        /Invalid query parameter "until": expected a time from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z/,
+      );
+    },
+  );
+
   it('until must be later than since', () => {
     expect(() => timeRange('2026-06-02T00:00:00Z', '2026-06-01T00:00:00Z')).toThrow(/"until": must be later/);
   });

@@ -1,5 +1,6 @@
 import { ERROR_CODES } from '../../errors/codes.js';
 import { TokenProxyError } from '../../errors/tokenproxy-error.js';
+import { LATEST_INSTANT, storedInstant } from '../../rules/instant.js';
 import { formatIPv4, formatIPv6, mappedIPv4, parseIPv4, parseIPv6 } from '../../rules/ip-literal.js';
 
 /**
@@ -33,7 +34,14 @@ export function timestampParam(param: string, value: string | undefined): string
       `expected an ISO 8601 time with a zone such as "2026-05-01T00:00:00Z" or "2026-05-01T02:00:00+02:00", got ${JSON.stringify(value.slice(0, 40))}.`,
     );
   }
-  return new Date(ms).toISOString();
+  const stored = storedInstant(ms);
+  if (stored === undefined) {
+    throw invalid(
+      param,
+      `expected a time from 1970-01-01T00:00:00Z to ${LATEST_INSTANT}, got ${JSON.stringify(value)}.`,
+    );
+  }
+  return stored;
 }
 
 /** `since` (inclusive) and `until` (exclusive); `since` must come before `until`. */

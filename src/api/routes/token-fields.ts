@@ -1,6 +1,7 @@
 import { TokenProxyError } from '../../errors/tokenproxy-error.js';
 import { parseAllowedHosts } from '../../rules/allowed-hosts.js';
 import { parseWindow } from '../../rules/duration.js';
+import { LATEST_INSTANT, storedInstant } from '../../rules/instant.js';
 import { parseAllowedIps } from '../../rules/ip-match.js';
 import type { RateLimit } from '../../store/records.js';
 import { parseBudget, type Budget } from '../../usage/budget.js';
@@ -45,7 +46,15 @@ export function expiresAtField(value: string, now: Date): string {
       param: 'expires_at',
     });
   }
-  return new Date(t).toISOString();
+  const stored = storedInstant(t);
+  if (stored === undefined) {
+    throw new TokenProxyError(
+      'invalid_parameter',
+      `Invalid field "expires_at": it must be no later than ${LATEST_INSTANT}; for a token that never expires, send null.`,
+      { param: 'expires_at' },
+    );
+  }
+  return stored;
 }
 
 /** A budget (docs/usage.md): exactly one of `amount_usd` and `tokens`, and a period; null removes it. */
