@@ -46,6 +46,13 @@ export function toTokenProxyError(err: unknown): TokenProxyError {
       : new TokenProxyError('internal_error', 'Internal error.');
   }
   if (err instanceof StoreConflictError) {
+    if (err.reason === 'token_not_active') {
+      return new TokenProxyError(
+        'token_not_active',
+        'This token is revoked or has expired, and an ended token stays ended: its expires_at cannot change. Create a new token (POST /v1/tokens).',
+        { param: 'expires_at' },
+      );
+    }
     return err.reason === 'key_deleted'
       ? new TokenProxyError(
           'key_deleted',

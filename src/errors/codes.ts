@@ -49,6 +49,7 @@ export const ERROR_CODES = {
   request_log_not_found: { status: 404, type: 'not_found' },
   event_not_found: { status: 404, type: 'not_found' },
   key_deleted: { status: 409, type: 'conflict' },
+  token_not_active: { status: 409, type: 'conflict' },
   webhook_disabled: { status: 409, type: 'conflict' },
 
   // Idempotency-Key on POST routes (management API)

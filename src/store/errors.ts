@@ -26,7 +26,7 @@ export class StoreNotFoundError extends Error {
 }
 
 export class StoreConflictError extends Error {
-  constructor(readonly reason: 'key_deleted' | 'provider_mismatch') {
+  constructor(readonly reason: 'key_deleted' | 'provider_mismatch' | 'token_not_active') {
     super(reason);
     this.name = 'StoreConflictError';
   }

@@ -130,8 +130,13 @@ export interface TokenRepo {
    * connection writes).
    */
   anyDue(now: string): Promise<boolean>;
-  /** Changes the given fields of the account's token; undefined when there is no such token. */
-  update(accountId: string, tokenId: string, patch: TokenPatch): Promise<TokenRecord | undefined>;
+  /**
+   * Changes the given fields of the account's token; undefined when there is no such token. A change
+   * of `expiresAt` applies only to a token active at `at` (not revoked, not past its expiry) and
+   * throws StoreConflictError('token_not_active') otherwise: an ended token is not brought back, and
+   * the change and the expiry sweep cannot both win.
+   */
+  update(accountId: string, tokenId: string, patch: TokenPatch, at: string): Promise<TokenRecord | undefined>;
   /**
    * The kill switch: revokes every active (not revoked, not past expiry at `at`) token of the account
    * and commits the event `emit` builds for each, in one transaction. Returns the revoked tokens.

@@ -4,6 +4,7 @@ import {
   SECOND,
   Clock,
   TOKEN_FIELDS,
+  UNKNOWN_TOKEN_ID,
   createToken,
   expectError,
   newClient,
@@ -117,6 +118,51 @@ for (const fixture of databases) {
         expect(page.has_more).toBe(false);
         expect(e.status).toBe('active');
         expectError(await f.request('GET', '/v1/tokens?status=bogus'), 400, 'invalid_parameter', 'status');
+      });
+
+      it('an ended token stays ended: its expiry cannot change, its other fields can', async () => {
+        const f = await newClient(h, 'unlimited', 'ended');
+        const later = () => new Date(clock.now().getTime() + 3600 * SECOND).toISOString();
+        const e = await createToken(f, {
+          name: 'expiring',
+          expires_at: new Date(clock.now().getTime() + 60 * SECOND).toISOString(),
+        });
+        const r = await createToken(f, { name: 'revoked' });
+        ok(await f.request('DELETE', `/v1/tokens/${r.token_id}`));
+        // Before its expiry, the expiry moves.
+        const moved = ok<TokenJson>(
+          await f.request('PATCH', `/v1/tokens/${e.token_id}`, { body: { expires_at: later() } }),
+        );
+        expect(moved.status).toBe('active');
+        clock.advance(3601 * SECOND);
+        // Past it (the expiry sweep has not run: no event yet), neither a later time nor null revives it.
+        for (const expiresAt of [later(), null]) {
+          const error = expectError(
+            await f.request('PATCH', `/v1/tokens/${e.token_id}`, { body: { expires_at: expiresAt } }),
+            409,
+            'token_not_active',
+            'expires_at',
+          );
+          expect(error.message).toContain('Create a new token');
+        }
+        expectError(
+          await f.request('PATCH', `/v1/tokens/${r.token_id}`, { body: { expires_at: later() } }),
+          409,
+          'token_not_active',
+        );
+        const renamed = ok<TokenJson>(
+          await f.request('PATCH', `/v1/tokens/${e.token_id}`, { body: { name: 'renamed' } }),
+        );
+        expect([renamed.name, renamed.status, renamed.expires_at]).toEqual([
+          'renamed',
+          'expired',
+          moved.expires_at,
+        ]);
+        expectError(
+          await f.request('PATCH', `/v1/tokens/${UNKNOWN_TOKEN_ID}`, { body: { expires_at: later() } }),
+          404,
+          'token_not_found',
+        );
       });
 
       it.each(['0', '101', 'abc', '-1', '1.5', '', '1e2', '1000'])(

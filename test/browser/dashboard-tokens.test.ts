@@ -65,6 +65,43 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium: tokens', () => {
     expect((await d.proxy(t.sanitized_key, 'https://other.example.com', '127.0.0.2')).status).toBe(200);
   });
 
+  it('an edit keeps the expiry to the millisecond unless changed; an ended token stays editable but not its expiry', async () => {
+    const t = await d.createToken(d.apiKey, 'keeps its expiry');
+    const expiresAt = '2099-01-02T03:04:05.678Z';
+    expect(
+      (await d.api(d.apiKey, 'PATCH', `/v1/tokens/${t.token_id}`, { expires_at: expiresAt })).status,
+    ).toBe(200);
+    await d.page.reload();
+    const edit = async (from: string, to: string) => {
+      const row = d.page
+        .getByRole('row')
+        .filter({ has: d.page.getByRole('cell', { name: from, exact: true }) });
+      await row.getByRole('button', { name: 'Edit', exact: true }).click();
+      const dialog = d.page.getByRole('dialog', { name: `Edit ${from}` });
+      await dialog.getByLabel('Name', { exact: true }).fill(to);
+      return dialog;
+    };
+    let dialog = await edit('keeps its expiry', 'renamed, same expiry');
+    await dialog.getByRole('button', { name: 'Save changes' }).click();
+    await d.page.getByText('Saved renamed, same expiry').waitFor();
+    // The field holds minutes: sent back unchanged it would have cut the seconds.
+    expect((await d.api(d.apiKey, 'GET', `/v1/tokens/${t.token_id}`)).body.expires_at).toBe(expiresAt);
+
+    expect((await d.api(d.apiKey, 'DELETE', `/v1/tokens/${t.token_id}`)).status).toBe(200);
+    await d.page.reload();
+    dialog = await edit('renamed, same expiry', 'renamed once revoked');
+    expect(await dialog.getByLabel('Expires').isDisabled()).toBe(true);
+    await dialog.getByText('This token is revoked: an ended token stays ended.').waitFor();
+    await dialog.getByRole('button', { name: 'Save changes' }).click();
+    await d.page.getByText('Saved renamed once revoked').waitFor();
+    const stored = (await d.api(d.apiKey, 'GET', `/v1/tokens/${t.token_id}`)).body;
+    expect([stored.name, stored.status, stored.expires_at]).toEqual([
+      'renamed once revoked',
+      'revoked',
+      expiresAt,
+    ]);
+  });
+
   it('revokes with confirmation: then the proxy answers 401 token_revoked and one token.revoked event exists', async () => {
     const t = await d.createToken(d.apiKey, 'to revoke');
     expect((await d.proxy(t.sanitized_key, ALLOWED)).status).toBe(200);

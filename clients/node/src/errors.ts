@@ -44,7 +44,7 @@ export class PermissionError extends TokenProxyError {}
 export class PlanLimitError extends PermissionError {}
 /** 404: unknown id (ids of other accounts look the same). */
 export class NotFoundError extends TokenProxyError {}
-/** 409: `key_deleted`, `idempotency_conflict`, `idempotency_in_progress`. */
+/** 409: `key_deleted`, `token_not_active`, `webhook_disabled`, `idempotency_conflict`, `idempotency_in_progress`. */
 export class ConflictError extends TokenProxyError {}
 /** 429, after the client's own retries. */
 export class RateLimitError extends TokenProxyError {}

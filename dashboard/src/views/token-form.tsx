@@ -7,19 +7,25 @@ function value(form: HTMLFormElement, name: string): string {
   return ((form.elements.namedItem(name) as HTMLInputElement | HTMLSelectElement | null)?.value ?? '').trim();
 }
 
-/** The fields both create and edit share: hosts, IPs, rate limit, expiry. */
-function limitsBody(form: HTMLFormElement, editing: boolean) {
+/**
+ * The fields both create and edit share: hosts, IPs, rate limit, expiry. An edit sends the expiry
+ * only when it was changed: the field holds minutes, so sending it back unchanged would cut the
+ * stored seconds, and an ended token's expiry cannot change at all (409 `token_not_active`).
+ */
+function limitsBody(form: HTMLFormElement, editing: Token | undefined) {
   const requests = value(form, 'rate_requests');
   const window = value(form, 'rate_window');
   const expires = value(form, 'expires_at');
   const rateLimit =
     requests === '' ? null : { requests: Number(requests), window: window === '' ? '1m' : window };
   const expiresAt = expires === '' ? null : new Date(expires).toISOString();
+  const expiryChanged =
+    editing === undefined ? expiresAt !== null : expires !== localInput(editing.expires_at);
   return {
     allowed_hosts: lines(value(form, 'allowed_hosts')),
     allowed_ips: lines(value(form, 'allowed_ips')),
-    ...(rateLimit !== null || editing ? { rate_limit: rateLimit } : {}),
-    ...(expiresAt !== null || editing ? { expires_at: expiresAt } : {}),
+    ...(rateLimit !== null || editing !== undefined ? { rate_limit: rateLimit } : {}),
+    ...(expiryChanged ? { expires_at: expiresAt } : {}),
   };
 }
 
@@ -31,6 +37,7 @@ function localInput(iso: string | null): string {
 
 function LimitFields(props: { token?: Token }) {
   const t = props.token;
+  const ended = t !== undefined && t.status !== 'active';
   return (
     <>
       <div class="field">
@@ -70,9 +77,18 @@ function LimitFields(props: { token?: Token }) {
       <div class="field">
         <label>
           <span>Expires</span>
-          <input name="expires_at" type="datetime-local" value={localInput(t?.expires_at ?? null)} />
+          <input
+            name="expires_at"
+            type="datetime-local"
+            value={localInput(t?.expires_at ?? null)}
+            disabled={ended}
+          />
         </label>
-        <small>Optional. Leave empty for a token that does not expire.</small>
+        <small>
+          {ended
+            ? `This token is ${t.status}: an ended token stays ended. Create a new token instead.`
+            : 'Optional. Leave empty for a token that does not expire.'}
+        </small>
       </div>
     </>
   );
@@ -102,7 +118,7 @@ export function CreateTokenDialog(props: {
           name: value(form, 'name'),
           provider,
           ...(keyId === '' ? { real_key: value(form, 'real_key') } : { key_id: keyId }),
-          ...limitsBody(form, false),
+          ...limitsBody(form, undefined),
         };
         props.onCreated(await api<Token & { sanitized_key: string }>('POST', '/tokens', body));
       }}
@@ -159,7 +175,7 @@ export function EditTokenDialog(props: {
       submitLabel="Save changes"
       onClose={props.onClose}
       onSubmit={async (form) => {
-        const body = { name: value(form, 'name'), ...limitsBody(form, true) };
+        const body = { name: value(form, 'name'), ...limitsBody(form, props.token) };
         props.onSaved(await api<Token>('PATCH', `/tokens/${encodeURIComponent(props.token.token_id)}`, body));
       }}
     >

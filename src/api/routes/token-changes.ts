@@ -56,7 +56,7 @@ export function tokenChangeRoutes(app: ApiServer, deps: ApiDeps): void {
       const tokenId = request.params.id;
       const token = isTokenId(tokenId)
         ? await audited(deps, request, async (tx, audit) => {
-            const updated = await tx.tokens.update(request.account.id, tokenId, patch);
+            const updated = await tx.tokens.update(request.account.id, tokenId, patch, now.toISOString());
             if (updated)
               await audit('token.updated', updated.id, tokenView(updated, now, deps.publicProxyUrl));
             return updated;

@@ -193,7 +193,12 @@ export class KyselyTokenRepo implements TokenRepo {
     });
   }
 
-  async update(accountId: string, tokenId: string, patch: TokenPatch): Promise<TokenRecord | undefined> {
+  async update(
+    accountId: string,
+    tokenId: string,
+    patch: TokenPatch,
+    at: string,
+  ): Promise<TokenRecord | undefined> {
     const set: Updateable<TokensTable> = {};
     if (patch.name !== undefined) set.name = patch.name;
     if (patch.authorizedOrigins !== undefined)
@@ -203,14 +208,23 @@ export class KyselyTokenRepo implements TokenRepo {
     if (patch.expiresAt !== undefined) set.expires_at = patch.expiresAt;
     if (patch.budget !== undefined) set.budget = budgetText(patch.budget);
     if (Object.keys(set).length === 0) return findToken(this.ctx.db, accountId, tokenId);
-    const row = await this.ctx.db
+    let update = this.ctx.db
       .updateTable('tokens')
       .set(set)
       .where('account_id', '=', accountId)
-      .where('id', '=', tokenId)
-      .returningAll()
-      .executeTakeFirst();
-    return row === undefined ? undefined : toToken(row);
+      .where('id', '=', tokenId);
+    if (patch.expiresAt !== undefined) {
+      // In the UPDATE itself, as the sweep's `expireDue` is: whichever runs first, the other finds
+      // nothing to change.
+      update = update
+        .where('status', '=', 'active')
+        .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', at)]));
+    }
+    const row = await update.returningAll().executeTakeFirst();
+    if (row !== undefined) return toToken(row);
+    if (patch.expiresAt !== undefined && (await findToken(this.ctx.db, accountId, tokenId)) !== undefined)
+      throw new StoreConflictError('token_not_active');
+    return undefined;
   }
 
   async revokeAll(accountId: string, at: string, emit?: TokenEventBuilder): Promise<readonly TokenRecord[]> {

@@ -54,7 +54,8 @@ class NotFoundError(TokenProxyError):
 
 
 class ConflictError(TokenProxyError):
-    """409: ``key_deleted``, ``idempotency_conflict``, ``idempotency_in_progress``."""
+    """409: ``key_deleted``, ``token_not_active``, ``webhook_disabled``, ``idempotency_conflict``,
+    ``idempotency_in_progress``."""
 
 
 class RateLimitError(TokenProxyError):
