@@ -24,7 +24,8 @@ const MAX_SPECS = 50_000;
  * Per-token fixed-window rate limits (`rate_limit {requests, window}`). A window opens with the
  * first request after the previous one ended and lasts `window`; the count is incremented and read in
  * one atomic step, so `requests` is exact however many requests arrive at once. Refused requests
- * count too (they were made), which changes nothing: the window is already used up.
+ * count too (they were made), which changes nothing: the window is already used up. An edit of the
+ * limit keeps the window under way and its count.
  */
 export class TokenRateLimits {
   readonly #counters: Counters;
@@ -54,7 +55,10 @@ export class TokenRateLimits {
       if (parsed.ok && rate.requests > 0) {
         spec = {
           source: rate,
-          key: `rl:${token.id}:${rate.requests}/${parsed.canonical}`,
+          // The token's one counter, whatever its limit says: an edited `requests` is compared with
+          // the count so far (tightened during abuse, it holds at once; keyed by the limit, an edit
+          // opened a fresh allowance), and an edited window applies from the next window on.
+          key: `rl:${token.id}`,
           requests: rate.requests,
           windowMs: parsed.ms,
           limitText: String(rate.requests),

@@ -53,6 +53,34 @@ for (const fixture of databases) {
       expect(plain.headers['ratelimit-limit']).toBeUndefined();
     });
 
+    it('an edited limit keeps the window under way and its count: tightening holds at once', async () => {
+      const { token, tokenId } = await h.createToken({ rateLimit: { requests: 5, window: '1h' } });
+      const send = async (n: number) =>
+        countBy(
+          await Promise.all(
+            Array.from({ length: n }, () => h.send('/openai/v1/models', { headers: bearer(token) })),
+          ),
+          (a) => String(a.status),
+        );
+      const limit = async (requests: number, window: string) =>
+        expect(
+          (await h.apiCall('PATCH', `/v1/tokens/${tokenId}`, { rate_limit: { requests, window } })).status,
+        ).toBe(200);
+      expect(await send(4)).toEqual({ '200': 4 });
+      // 3 an hour, with 4 made: nothing more this hour (a fresh allowance of 3 before).
+      await limit(3, '1h');
+      expect(await send(2)).toEqual({ '429': 2 });
+      // Loosened to 10: the 6 made so far count.
+      await limit(10, '1h');
+      const last = await h.send('/openai/v1/models', { headers: bearer(token) });
+      expect([last.status, last.headers['ratelimit-remaining']]).toEqual([200, '3']);
+      // Another window length applies from the next window: this one still ends within the hour.
+      await limit(7, '1m');
+      const refused = await h.send('/openai/v1/models', { headers: bearer(token) });
+      expect(refused.status).toBe(429);
+      expect(Number(refused.headers['retry-after'])).toBeGreaterThan(3500);
+    });
+
     it('an unauthorized request is refused before the rate limit and does not use it up', async () => {
       const { token } = await h.createToken({ rateLimit: { requests: 1, window: '1h' } });
       const bad = await h.send('/openai/v1/models', { headers: bearer(token, 'https://other.example.org') });
