@@ -82,7 +82,9 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
   const lanes: LaneState[] = options.lanes.map((lane) => ({ lane, size: 0, accounts: new Map() }));
   const webhooks = new Map<string, number>();
   let closed = false;
-  let ticking = false;
+  /** The pass over the lanes under way, if any: `close` waits for it (a claim it is awaiting may still
+   * hand it deliveries, which then run and are recorded before the store closes). */
+  let ticking: Promise<void> | undefined;
   let again = false;
   let storeFailures = 0;
   let idleWaiters: (() => void)[] = [];
@@ -138,13 +140,20 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
     inFlight.add(attempt);
   }
 
-  async function tick(): Promise<void> {
-    if (closed) return;
-    if (ticking) {
+  function tick(): Promise<void> {
+    if (closed) return Promise.resolve();
+    if (ticking !== undefined) {
       again = true;
-      return;
+      return ticking;
     }
-    ticking = true;
+    ticking = fillAll().finally(() => {
+      ticking = undefined;
+      if (inFlight.size === 0) notifyIdle();
+    });
+    return ticking;
+  }
+
+  async function fillAll(): Promise<void> {
     try {
       do {
         again = false;
@@ -158,9 +167,6 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
           'outbox: claiming deliveries failed',
         );
       }
-    } finally {
-      ticking = false;
-      if (inFlight.size === 0) notifyIdle();
     }
   }
 
@@ -245,12 +251,16 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
   return {
     nudge: () => void tick(),
     idle() {
-      if (!ticking && inFlight.size === 0) return Promise.resolve();
+      if (ticking === undefined && inFlight.size === 0) return Promise.resolve();
       return new Promise((resolve) => idleWaiters.push(resolve));
     },
     async close(graceMs = Infinity) {
       closed = true;
       clearInterval(timer);
+      // A claim answered after this point still starts its deliveries: waited for here, they are sent
+      // and recorded while the store is open (left running, they were sent and their record failed,
+      // so the next start sent them again).
+      if (ticking !== undefined) await ticking;
       if (
         inFlight.size > 0 &&
         Number.isFinite(graceMs) &&

@@ -131,6 +131,40 @@ for (const fixture of databases) {
       expect(delivery.last_error).toContain('the server was stopping');
     });
 
+    it('a stop while a claim is being answered waits for what it claimed: sent once and recorded', async () => {
+      const h = await harness();
+      const { id } = await addWebhook(h, receiver.url);
+      const deliveries = h.db.store.deliveries;
+      const claim = deliveries.claim.bind(deliveries);
+      let release: () => void = () => undefined;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let claiming: () => void = () => undefined;
+      const claimed = new Promise<void>((resolve) => (claiming = resolve));
+      // The claim that takes the delivery answers late: the stop comes while it is awaited.
+      deliveries.claim = async (...args) => {
+        const taken = await claim(...args);
+        if (taken.length > 0) {
+          claiming();
+          await held;
+        }
+        return taken;
+      };
+      await h.events.publisher.publish({
+        accountId: h.accountId,
+        type: 'anomaly.detected',
+        data: { token_id: 'x', kind: 'rate_spike', details: {} },
+      });
+      await claimed;
+      const stopping = h.events.close(5_000);
+      setTimeout(release, 200);
+      await stopping;
+      // Sent, and recorded before the store could close: the next start has nothing to send again.
+      expect(receiver.requests).toHaveLength(1);
+      const [delivery] = (await h.request('GET', `/v1/webhooks/${id}/deliveries`)).body.data;
+      expect(delivery).toMatchObject({ status: 'delivered', attempts: 1 });
+      expect(h.logs.some((l) => l.includes('recording an attempt failed'))).toBe(false);
+    });
+
     it('disables an endpoint whose deliveries failed for longer than webhook_disable_after', async () => {
       const h = await harness({
         config: { webhookRetrySchedule: [100, 100, 100, 100, 100, 100], webhookDisableAfterMs: 250 },
