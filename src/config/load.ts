@@ -174,6 +174,14 @@ export function loadConfig(input: ConfigInput): Config {
     );
   }
 
+  if (typeof values.country_header === 'string' && values.trust_proxy === undefined) {
+    throw new ConfigError(
+      `Setting "country_header" needs setting "trust_proxy": the header is believed only from your edge's ` +
+        `addresses, or any client could send it and claim any country. Set trust_proxy to the addresses ` +
+        `your edge connects from (${flagName('trust_proxy')} or ${envName('trust_proxy')}), or leave country_header unset.`,
+    );
+  }
+
   const host = values.host as string;
   const insecureHttp = values.insecure_http as boolean;
   const apiPort = values.api_port as number;

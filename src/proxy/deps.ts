@@ -9,13 +9,8 @@ import type { RequestLogSink } from '../requestlog/record.js';
 import type { Store } from '../store/store.js';
 import type { BudgetGuard } from '../usage/budget-guard.js';
 import type { PriceTable } from '../usage/prices.js';
+import type { CountryResolver } from '../requestlog/country.js';
 import type { Vault } from '../vault/vault.js';
-
-/**
- * Country code of the client for the request log, or null. Called once per request when its record
- * is written (after the response), so it may consult a header or a local database but must not block.
- */
-export type CountryOf = (headers: IncomingHttpHeaders, ip: string) => string | null;
 
 /** The configuration fields the proxy reads. */
 export type ProxyConfig = Pick<
@@ -37,7 +32,8 @@ export interface ProxyDeps {
   readonly requestLog: RequestLogSink;
   readonly onUnauthorized: OnUnauthorized;
   readonly metrics: ProxyMetrics;
-  readonly countryOf: CountryOf;
+  /** Called at most once per request (its record, the anomaly check): a header or a local database. */
+  readonly countryOf: CountryResolver;
   /** IP backoff, rate limits, quotas and anomaly detection (src/limits); none when absent. */
   readonly limits?: ProxyLimits | undefined;
   /** Prices and budgets (src/usage); without it usage is still recorded, with no cost. */

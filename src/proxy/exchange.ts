@@ -6,7 +6,7 @@ import { newRequestId } from '../ids/formats.js';
 import type { ObservedRequest } from '../limits/anomaly-detector.js';
 import type { Admission } from '../limits/proxy-limits.js';
 import { recordOrigin, recordPath } from '../requestlog/record.js';
-import { clientIp } from '../rules/ip-match.js';
+import { clientIp, isTrustedPeer } from '../rules/ip-match.js';
 import { requestOrigin } from '../rules/origin-match.js';
 import type { Hold } from '../usage/budget-guard.js';
 import { isVaultError } from '../vault/vault.js';
@@ -340,7 +340,9 @@ export class Exchange implements RelayOwner {
   #countryOf(): string | null {
     if (this.#country === undefined) {
       try {
-        this.#country = this.#ctx.deps.countryOf(this.req.headers, this.ip);
+        const trust = this.#ctx.trust;
+        const fromEdge = trust !== null && isTrustedPeer(this.req.socket.remoteAddress ?? '', trust);
+        this.#country = this.#ctx.deps.countryOf(this.req.headers, this.ip, fromEdge);
       } catch {
         this.#country = null;
       }

@@ -3,8 +3,12 @@ import { isIP } from 'node:net';
 import type { CountryResponse, Reader } from 'maxmind';
 import { ConfigError } from '../config/load.js';
 
-/** Country code of a request's client, or null when unknown. Synchronous: called per request. */
-export type CountryResolver = (headers: IncomingHttpHeaders, ip: string) => string | null;
+/**
+ * Country code of a request's client, or null when unknown. Synchronous: called per request.
+ * `fromEdge`: the connection comes from an address in `trust_proxy`, the only peers whose country
+ * header is believed (from anyone else it is a claim the client makes about itself).
+ */
+export type CountryResolver = (headers: IncomingHttpHeaders, ip: string, fromEdge: boolean) => string | null;
 
 export interface CountryOptions {
   /** Lower-case name of a header set by a trusted edge (`cf-ipcountry`), or undefined. */
@@ -29,7 +33,7 @@ export function countryFromHeader(value: string | string[] | undefined): string 
 }
 
 /**
- * The trusted header first, else the local GeoIP database, else null. The database is read once
+ * The edge's header first (from a `trust_proxy` peer only), else the local GeoIP database, else null. The database is read once
  * here (a bad `geoip_db` fails the start); lookups afterwards are synchronous and in memory.
  */
 export async function createCountryResolver(options: CountryOptions): Promise<CountryResolver> {
@@ -37,8 +41,9 @@ export async function createCountryResolver(options: CountryOptions): Promise<Co
   const reader = options.geoipDb === undefined ? undefined : await openGeoip(options.geoipDb);
   const lookup = reader === undefined ? undefined : geoipLookup(reader);
   if (countryHeader === undefined && lookup === undefined) return () => null;
-  return (headers, ip) => {
-    const fromHeader = countryHeader === undefined ? null : countryFromHeader(headers[countryHeader]);
+  return (headers, ip, fromEdge) => {
+    const fromHeader =
+      countryHeader === undefined || !fromEdge ? null : countryFromHeader(headers[countryHeader]);
     return fromHeader ?? lookup?.(ip) ?? null;
   };
 }

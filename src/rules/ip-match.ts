@@ -235,6 +235,11 @@ export function clientIp(
   return last;
 }
 
+/** Whether the connection's own peer (not a forwarded address) is one of `trusted`. */
+export function isTrustedPeer(socketAddress: string, trusted: IpMatcher): boolean {
+  return trusted.matches(normaliseSocketAddress(socketAddress));
+}
+
 /** Node reports IPv4 clients of a dual-stack socket as `::ffff:a.b.c.d`; log and match them as IPv4. */
 function normaliseSocketAddress(address: string): string {
   return mappedIPv4Text(address) >= 0 ? address.slice(7) : address;

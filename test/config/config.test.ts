@@ -127,6 +127,14 @@ describe('loadConfig', () => {
     expect(Object.isFrozen(config.providers)).toBe(true);
   });
 
+  it('country_header with trust_proxy is accepted', () => {
+    const config = loadConfig({
+      flags: { country_header: 'CF-IPCountry', trust_proxy: 'loopback' },
+      env: {},
+    });
+    expect(config.countryHeader).toBe('cf-ipcountry');
+  });
+
   it('an empty environment variable counts as unset', () => {
     expect(loadConfig({ flags: {}, env: { TOKENPROXY_API_PORT: '' } }).apiPort).toBe(8443);
   });
@@ -143,6 +151,10 @@ describe('loadConfig', () => {
     [{ flags: { api_port: '9000', proxy_port: '9000' } }, /"api_port" and "proxy_port" must differ/],
     [{ flags: { tls_key: 'k.pem' } }, /"tls_cert" and "tls_key" go together/],
     [{ flags: { trust_proxy: '10.0.0.0/33' } }, /"trust_proxy"/],
+    [
+      { env: { TOKENPROXY_COUNTRY_HEADER: 'cf-ipcountry' } },
+      /"country_header" needs setting "trust_proxy": the header is believed only from your edge's addresses.*--trust-proxy or TOKENPROXY_TRUST_PROXY/,
+    ],
     [{ flags: { pop: 'has space' } }, /"pop"/],
     [{ flags: { database: 'postgres://user:s3cret@db/x', api_port: 'bad' } }, /"api_port"/],
   ])('refuses %o', (input, message) => {

@@ -209,6 +209,25 @@ for (const fixture of databases) {
     });
   });
 
+  describe.skipIf(!fixture.available)(`the country header from outside trust_proxy (${fixture.name})`, () => {
+    let h: ProxyHarness;
+    beforeAll(async () => {
+      // The edge is another address: the test's loopback connections are clients, not the edge.
+      h = await startProxyHarness(fixture, { config: { trustProxy: ['192.0.2.1'] }, limits: {} });
+    });
+    afterAll(async () => {
+      await h?.close();
+    });
+
+    it("is the client's own claim: not recorded, not learned by the anomaly model", async () => {
+      const { token } = await h.createToken({});
+      const res = await h.send('/openai/v1/models', { headers: { ...bearer(token), 'cf-ipcountry': 'KP' } });
+      expect(res.status).toBe(200);
+      const record = await h.recordOf(String(res.headers['x-tokenproxy-request-id']));
+      expect(record).toMatchObject({ ip: '127.0.0.1', country: null });
+    });
+  });
+
   describe.skipIf(!fixture.available)(`anomalies on authorized traffic (${fixture.name})`, () => {
     let h: ProxyHarness;
     let clock = Date.UTC(2026, 4, 4, 9, 0, 0);

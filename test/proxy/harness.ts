@@ -11,6 +11,7 @@ import { createLogger } from '../../src/observability/logger.js';
 import type { ProxyConfig } from '../../src/proxy/deps.js';
 import { createProxyServer, type ProxyServer } from '../../src/proxy/server.js';
 import { ProviderRegistry } from '../../src/providers/providers.js';
+import { createCountryResolver } from '../../src/requestlog/country.js';
 import { generateSelfSigned } from '../../src/tls/self-signed.js';
 import { createLocalVault } from '../../src/vault/local-kek.js';
 import type { DatabaseFixture } from '../support/databases.js';
@@ -106,7 +107,7 @@ export async function startProxyHarness(
       limits: limits?.proxy,
       usage,
       metrics: { observe: () => undefined },
-      countryOf: (headers) => (typeof headers['cf-ipcountry'] === 'string' ? headers['cf-ipcountry'] : null),
+      countryOf: await createCountryResolver({ countryHeader: 'cf-ipcountry', geoipDb: undefined }),
       logger,
       now: options.now,
     },

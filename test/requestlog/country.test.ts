@@ -60,46 +60,54 @@ describe('countryFromHeader', () => {
 describe('createCountryResolver', () => {
   it('answers null with neither a header nor a database', async () => {
     const countryOf = await createCountryResolver({ countryHeader: undefined, geoipDb: undefined });
-    expect(countryOf({ 'cf-ipcountry': 'DE' }, '203.0.113.9')).toBeNull();
+    expect(countryOf({ 'cf-ipcountry': 'DE' }, '203.0.113.9', true)).toBeNull();
   });
 
   it('reads only the configured header', async () => {
     const countryOf = await createCountryResolver({ countryHeader: 'cf-ipcountry', geoipDb: undefined });
-    expect(countryOf({ 'cf-ipcountry': 'ch' }, '203.0.113.9')).toBe('CH');
-    expect(countryOf({ 'x-country': 'CH' }, '203.0.113.9')).toBeNull();
-    expect(countryOf({ 'cf-ipcountry': 'not a code' }, '203.0.113.9')).toBeNull();
+    expect(countryOf({ 'cf-ipcountry': 'ch' }, '203.0.113.9', true)).toBe('CH');
+    expect(countryOf({ 'x-country': 'CH' }, '203.0.113.9', true)).toBeNull();
+    expect(countryOf({ 'cf-ipcountry': 'not a code' }, '203.0.113.9', true)).toBeNull();
   });
 
   it('looks addresses up in a GeoIP database, IPv4 (also mapped) and IPv6', async () => {
     const countryOf = await createCountryResolver({ countryHeader: undefined, geoipDb: dualStack });
-    expect(countryOf({}, '203.0.113.9')).toBe('DE');
-    expect(countryOf({}, '::ffff:203.0.113.200')).toBe('DE');
-    expect(countryOf({}, '198.51.100.1')).toBe('FR');
+    expect(countryOf({}, '203.0.113.9', true)).toBe('DE');
+    expect(countryOf({}, '::ffff:203.0.113.200', true)).toBe('DE');
+    expect(countryOf({}, '198.51.100.1', true)).toBe('FR');
     // No location, only the registered country.
-    expect(countryOf({}, '198.51.100.200')).toBe('JP');
-    expect(countryOf({}, '192.0.2.1')).toBeNull();
-    expect(countryOf({}, '2001:db8::1')).toBe('NL');
-    expect(countryOf({}, '2001:db9::1')).toBeNull();
-    expect(countryOf({}, '10.0.0.1')).toBeNull();
-    expect(countryOf({}, 'not-an-ip')).toBeNull();
-    expect(countryOf({}, '')).toBeNull();
+    expect(countryOf({}, '198.51.100.200', true)).toBe('JP');
+    expect(countryOf({}, '192.0.2.1', true)).toBeNull();
+    expect(countryOf({}, '2001:db8::1', true)).toBe('NL');
+    expect(countryOf({}, '2001:db9::1', true)).toBeNull();
+    expect(countryOf({}, '10.0.0.1', true)).toBeNull();
+    expect(countryOf({}, 'not-an-ip', true)).toBeNull();
+    expect(countryOf({}, '', true)).toBeNull();
+  });
+
+  it("believes the header only from the edge (a trust_proxy peer): anyone else's is the client's own claim", async () => {
+    const headerOnly = await createCountryResolver({ countryHeader: 'cf-ipcountry', geoipDb: undefined });
+    expect(headerOnly({ 'cf-ipcountry': 'KP' }, '203.0.113.9', false)).toBeNull();
+    const withDb = await createCountryResolver({ countryHeader: 'cf-ipcountry', geoipDb: dualStack });
+    expect(withDb({ 'cf-ipcountry': 'KP' }, '203.0.113.9', false)).toBe('DE');
+    expect(withDb({ 'cf-ipcountry': 'KP' }, '203.0.113.9', true)).toBe('KP');
   });
 
   it('prefers a valid header and falls back to the database', async () => {
     const countryOf = await createCountryResolver({ countryHeader: 'cf-ipcountry', geoipDb: dualStack });
-    expect(countryOf({ 'cf-ipcountry': 'SE' }, '203.0.113.9')).toBe('SE');
-    expect(countryOf({ 'cf-ipcountry': 'XX' }, '203.0.113.9')).toBe('DE');
-    expect(countryOf({ 'cf-ipcountry': '???' }, '203.0.113.9')).toBe('DE');
-    expect(countryOf({}, '203.0.113.9')).toBe('DE');
+    expect(countryOf({ 'cf-ipcountry': 'SE' }, '203.0.113.9', true)).toBe('SE');
+    expect(countryOf({ 'cf-ipcountry': 'XX' }, '203.0.113.9', true)).toBe('DE');
+    expect(countryOf({ 'cf-ipcountry': '???' }, '203.0.113.9', true)).toBe('DE');
+    expect(countryOf({}, '203.0.113.9', true)).toBe('DE');
   });
 
   it('does not look IPv6 addresses up in an IPv4 database', async () => {
     const countryOf = await createCountryResolver({ countryHeader: undefined, geoipDb: v4Only });
-    expect(countryOf({}, '1.2.3.4')).toBe('US');
-    expect(countryOf({}, '::ffff:1.2.3.4')).toBe('US');
-    expect(countryOf({}, '200.1.1.1')).toBeNull();
-    expect(countryOf({}, '::1')).toBeNull();
-    expect(countryOf({}, '2001:db8::1')).toBeNull();
+    expect(countryOf({}, '1.2.3.4', true)).toBe('US');
+    expect(countryOf({}, '::ffff:1.2.3.4', true)).toBe('US');
+    expect(countryOf({}, '200.1.1.1', true)).toBeNull();
+    expect(countryOf({}, '::1', true)).toBeNull();
+    expect(countryOf({}, '2001:db8::1', true)).toBeNull();
   });
 
   it('fails the start naming geoip_db when the database cannot be read', async () => {

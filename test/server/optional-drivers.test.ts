@@ -68,7 +68,7 @@ const lock = await acquireServeLock(config, new Date());
 await withBootstrapLock(config, async () => undefined);
 await lock.release();
 const countryOf = await createCountryResolver({ countryHeader: 'cf-ipcountry', geoipDb: undefined });
-if (countryOf({ 'cf-ipcountry': 'de' }, '127.0.0.1') !== 'DE') throw new Error('header country not read');`);
+if (countryOf({ 'cf-ipcountry': 'de' }, '127.0.0.1', true) !== 'DE') throw new Error('header country not read');`);
     expect(loaded).toEqual([]);
   });
 

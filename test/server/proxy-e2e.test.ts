@@ -52,6 +52,9 @@ describe('the real binary end to end: a proxied request is forwarded, logged, co
       '--log-requests',
       '--country-header',
       'cf-ipcountry',
+      // The header is believed from the edge only: here the test, on loopback.
+      '--trust-proxy',
+      'loopback',
     ]);
     dispatcher = new Agent({
       connect: { ca: await readFile(path.join(dataDir, 'tls', 'cert.pem'), 'utf8') },
