@@ -1,4 +1,4 @@
-import { parseDuration } from '../rules/duration.js';
+import { canonical, parseDuration } from '../rules/duration.js';
 import type { SettingKind } from './settings.js';
 
 export type Converted = { ok: true; value: string | number | boolean } | { ok: false; accepted: string };
@@ -50,10 +50,15 @@ export function convertSetting(kind: SettingKind, raw: unknown): Converted {
       };
     }
     case 'duration': {
-      const accepted = 'a duration such as 500ms, 10s, 5m or 1h';
+      const bounded = kind.min !== undefined || kind.max !== undefined;
+      const accepted = bounded
+        ? `a duration from ${canonical(kind.min ?? 0)} to ${kind.max === undefined ? 'any length' : canonical(kind.max)}, such as 10s`
+        : 'a duration such as 500ms, 10s, 5m or 1h';
       if (typeof raw !== 'string') return { ok: false, accepted };
       const parsed = parseDuration(raw);
-      return parsed.ok ? { ok: true, value: parsed.ms } : { ok: false, accepted };
+      if (!parsed.ok) return { ok: false, accepted };
+      if (parsed.ms < (kind.min ?? 0) || parsed.ms > (kind.max ?? Infinity)) return { ok: false, accepted };
+      return { ok: true, value: parsed.ms };
     }
     case 'number': {
       const accepted = `${kind.integer ? 'a whole number' : 'a number'} from ${kind.min} to ${kind.max}`;

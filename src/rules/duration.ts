@@ -74,7 +74,8 @@ function parse(text: string): { ms: number; unit: number } | undefined {
   return { ms: Number(digits) * unit, unit };
 }
 
-function canonical(ms: number): string {
+/** A duration's shortest text, as the parser reads it back: 60000 → "1m", 1500 → "1500ms". */
+export function canonical(ms: number): string {
   for (const [name, size] of CANONICAL_UNITS) if (ms % size === 0) return `${ms / size}${name}`;
   return `${ms}ms`;
 }

@@ -152,6 +152,11 @@ describe('loadConfig', () => {
     [{ flags: { tls_key: 'k.pem' } }, /"tls_cert" and "tls_key" go together/],
     [{ flags: { trust_proxy: '10.0.0.0/33' } }, /"trust_proxy"/],
     [
+      { flags: { expiry_sweep_interval: '0' } },
+      /"expiry_sweep_interval" has an invalid value "0" \(from flag --expiry-sweep-interval\); expected a duration from 1s to 1m/,
+    ],
+    [{ env: { TOKENPROXY_EXPIRY_SWEEP_INTERVAL: '2m' } }, /"expiry_sweep_interval".*from 1s to 1m/],
+    [
       { env: { TOKENPROXY_COUNTRY_HEADER: 'cf-ipcountry' } },
       /"country_header" needs setting "trust_proxy": the header is believed only from your edge's addresses.*--trust-proxy or TOKENPROXY_TRUST_PROXY/,
     ],
