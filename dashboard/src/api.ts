@@ -167,6 +167,7 @@ export interface Anomaly {
   path: string;
   reason: string;
   kind: string;
+  details: Record<string, unknown> | null;
 }
 
 export interface LogRecord {

@@ -156,6 +156,10 @@ const AnomalyObjectSchema = Type.Object({
     description: 'origin_not_allowed, ip_not_allowed, provider_mismatch or ip_backoff for breaches',
   }),
   kind: Type.String({ description: '"breach" for unauthorized requests' }),
+  details: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], {
+    description:
+      'What an anomaly of authorized use measured (docs/limits.md lists them per reason); null for breaches',
+  }),
 });
 
 export function listOf<T extends TSchema>(item: T) {

@@ -109,7 +109,13 @@ export function anomalyView(entry: AnomalyEntry): Static<typeof AnomalyObject> {
     path: entry.path,
     reason: entry.reason,
     kind: entry.kind,
+    details: isDetails(entry.details) ? entry.details : null,
   };
+}
+
+/** Details are a JSON object as written by the anomaly model; anything else is shown as none. */
+function isDetails(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 export function webhookView(webhook: WebhookRecord): Static<typeof WebhookObject> {

@@ -26,6 +26,7 @@ interface AnomalyJson {
   path: string;
   reason: string;
   kind: string;
+  details: Record<string, unknown> | null;
 }
 
 const LOG_FIELDS = [
@@ -48,6 +49,7 @@ const ANOMALY_FIELDS = [
   'path',
   'reason',
   'kind',
+  'details',
 ].sort();
 
 /** A timestamp `i` seconds into the day, so records order predictably. */
@@ -273,17 +275,30 @@ for (const fixture of databases) {
           anomalyEntry(c.accountId, b.token_id, { timestamp: ts(2), reason: 'ip_not_allowed' }),
           anomalyEntry(c.accountId, a.token_id, { timestamp: ts(3), reason: 'ip_backoff', origin: null }),
           anomalyEntry(other.accountId, otherToken.token_id, { timestamp: ts(4) }),
+          anomalyEntry(c.accountId, a.token_id, {
+            timestamp: ts(5),
+            reason: 'rate_spike',
+            kind: 'anomaly',
+            details: { requests_this_minute: 20, baseline_per_minute: 2.5, factor: 8 },
+          }),
         ];
         await h.store.anomalies.insertMany(entries);
 
         const page = ok<ListJson<AnomalyJson>>(await c.request('GET', '/v1/anomalies'));
         expect(page.data.map((item) => item.anomaly_id)).toEqual([
+          entries[4]?.id,
           entries[2]?.id,
           entries[1]?.id,
           entries[0]?.id,
         ]);
         for (const item of page.data) expect(Object.keys(item).sort()).toEqual(ANOMALY_FIELDS);
-        expect(page.data[2]).toEqual({
+        // What the anomaly model measured is returned as it was stored.
+        expect(page.data[0]?.details).toEqual({
+          requests_this_minute: 20,
+          baseline_per_minute: 2.5,
+          factor: 8,
+        });
+        expect(page.data[3]).toEqual({
           anomaly_id: entries[0]?.id,
           timestamp: ts(1),
           token_id: a.token_id,
@@ -293,11 +308,16 @@ for (const fixture of databases) {
           path: '/openai/v1/models',
           reason: 'origin_not_allowed',
           kind: 'breach',
+          details: null,
         });
         const filtered = ok<ListJson<AnomalyJson>>(
           await c.request('GET', `/v1/anomalies?token_id=${a.token_id}`),
         );
-        expect(filtered.data.map((item) => item.anomaly_id)).toEqual([entries[2]?.id, entries[0]?.id]);
+        expect(filtered.data.map((item) => item.anomaly_id)).toEqual([
+          entries[4]?.id,
+          entries[2]?.id,
+          entries[0]?.id,
+        ]);
         const walked = await walk<AnomalyJson>(c, '/v1/anomalies', 1);
         expect(walked.map((item) => item.anomaly_id)).toEqual(page.data.map((item) => item.anomaly_id));
         // Another account's token id filters to nothing rather than revealing anything.

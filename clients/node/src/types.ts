@@ -118,6 +118,8 @@ export interface Anomaly {
   readonly path: string;
   readonly reason: string;
   readonly kind: string;
+  /** What an anomaly of authorized use measured (names camelCased, as everywhere); null for breaches. */
+  readonly details: Readonly<Record<string, unknown>> | null;
 }
 
 export interface RequestLog {

@@ -191,6 +191,8 @@ class Anomaly:
     path: str
     reason: str
     kind: str
+    #: What an anomaly of authorized use measured; None for breaches.
+    details: Optional[Dict[str, Any]] = None
 
 
 @dataclass(frozen=True)
