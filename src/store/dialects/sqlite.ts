@@ -1,4 +1,4 @@
-import { mkdir, open } from 'node:fs/promises';
+import { mkdir, open, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import {
@@ -63,8 +63,12 @@ class TokenproxySqliteDialect extends SqliteDialect {
 async function openFile(dataDir: string, file: string, logWriter: boolean): Promise<SqliteDatabase.Database> {
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   // SQLite gives its -wal and -shm files the main file's mode, so creating it 0600 ourselves keeps all
-  // three private whatever the umask (SQLite alone would create 0644 under the usual 022).
-  await (await open(file, 'a', 0o600)).close();
+  // three private whatever the umask (SQLite alone would create 0644 under the usual 022). Only when
+  // it does not exist yet: closing any descriptor of a file drops every POSIX lock the process holds
+  // on it, so opening and closing the file beside a live connection (the log writer's, the second of
+  // the process) took the other connection's locks away unseen, and another process could then
+  // checkpoint and delete the WAL under it.
+  await createPrivately(file);
   const db = new SqliteDatabase(file, { timeout: BUSY_TIMEOUT_MS });
   try {
     // Before any table exists this makes a new file return the pages retention frees to the file
@@ -87,6 +91,18 @@ async function openFile(dataDir: string, file: string, logWriter: boolean): Prom
     db.close();
     throw error;
   }
+}
+
+/** Creates `file` empty with mode 0600 if it is missing; never opens an existing one. */
+async function createPrivately(file: string): Promise<void> {
+  let handle: FileHandle;
+  try {
+    handle = await open(file, 'wx', 0o600);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return;
+    throw error;
+  }
+  await handle.close();
 }
 
 const UNAVAILABLE_CODES = new Set(['SQLITE_CANTOPEN', 'SQLITE_NOTADB']);
