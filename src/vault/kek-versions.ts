@@ -21,7 +21,6 @@ import type { KeyEncryptionKey } from './vault.js';
  * old object is destroyed, and then takes the label.
  */
 export interface KekVersionStore extends KekLoader {
-  readonly provider: 'local' | 'pkcs11';
   /** Printable description of where versions live (for kek_versions.label and messages). */
   readonly label: string | null;
   /** The next version's KEK: the one a rotation that stopped early made, or a new one. */

@@ -27,6 +27,8 @@ const BACKGROUND_REFRESH_MS = 5000;
 
 /** Where a provider keeps KEK versions: the data dir's key files, or the HSM. */
 export interface KekLoader {
+  /** Asked only for the store's versions of this provider. */
+  readonly provider: KekVersion['provider'];
   /** The KEK with this id, or undefined when this provider does not have it. */
   load(kekId: string): Promise<KeyEncryptionKey | undefined>;
 }
@@ -101,6 +103,8 @@ export function createKeyring(options: KeyringOptions): Keyring {
 
   async function tryLoad(version: KekVersion): Promise<void> {
     for (const loader of options.loaders) {
+      // The HSM is not asked for a master key's version: a miss there makes it look again (below).
+      if (loader.provider !== version.provider) continue;
       let kek: KeyEncryptionKey | undefined;
       try {
         kek = await loader.load(version.id);

@@ -207,6 +207,7 @@ async function openPkcs11(
 function lazyHsm(settings: NonNullable<Config['pkcs11']>): KekLoader & { close(): Promise<void> } {
   let opening: Promise<Pkcs11Kek> | undefined;
   return {
+    provider: 'pkcs11',
     async load(kekId) {
       opening ??= openPkcs11Kek({ ...settings, create: false });
       let hsm: Pkcs11Kek;

@@ -32,10 +32,29 @@ const keys = createHsmKeys(hsm.lib, data);
 const hsmCrypto = createHsmCrypto(hsm.lib);
 let session: Buffer | undefined;
 let lastReopen = 0;
+/** When a key the store names was last looked for on a re-initialised library (see `load`). */
+let lastFreshLook = 0;
 
 function reopen(): Buffer {
   keys.forgetHandles();
   return hsm.reopen();
+}
+
+/**
+ * A KEK version the store names (the keyring asks only for pkcs11 ones). A miss is looked at again
+ * on a re-initialised library, at most every REOPEN_EVERY_MS: a SoftHSM2 library initialised before
+ * the token went away and came back keeps answering from its old view, without an error that would
+ * reopen it, so a version made meanwhile (a `kek rotate` in another process) stayed unseen and the
+ * server answered 503 until restarted.
+ */
+function load(s: Buffer, kekId: string): Buffer | null {
+  const found = keys.load(s, kekId);
+  if (found !== null || Date.now() - lastFreshLook < REOPEN_EVERY_MS) return found;
+  lastFreshLook = Date.now();
+  session = undefined;
+  const fresh = reopen();
+  session = fresh;
+  return keys.load(fresh, kekId);
 }
 
 function run(s: Buffer, message: ToHsm): Buffer | null {
@@ -45,7 +64,7 @@ function run(s: Buffer, message: ToHsm): Buffer | null {
   const kekId = message.kek ?? keys.primaryId();
   switch (message.op) {
     case 'load':
-      return keys.load(s, kekId);
+      return load(s, kekId);
     case 'generate':
       return keys.generate(s);
     case 'destroy':

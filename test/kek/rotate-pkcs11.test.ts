@@ -1,4 +1,5 @@
 import { readdir } from 'node:fs/promises';
+import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli.js';
 import {
@@ -37,6 +38,47 @@ for (const dialect of dialects) {
         world = undefined;
         hsm = undefined;
       });
+
+      it.skipIf(dialect.name !== 'sqlite')(
+        'an HSM away and back while a rotation is half done: the server loads the new version by itself',
+        async () => {
+          hsm = await createSoftHsm();
+          await hsm.initToken('tp-away', PIN);
+          world = await createWorld(dialect.name);
+          const env = hsm.env('tp-away', PIN);
+          const session = await startSession(world, env);
+          try {
+            const filled = await fillStore(session, `away-${dialect.name}`);
+            await killedAfterBatches(
+              ['rotate', '--batch-size', '1', ...world.args],
+              env,
+              /rewrapped \d+ envelopes/,
+              3,
+            );
+            // Away at once, for longer than the server's background look at the store's versions (5 s):
+            // it never held the new version before the HSM went.
+            await hsm.unplug();
+            await new Promise((resolve) => setTimeout(resolve, 6_000));
+            await hsm.replug();
+            const ready = async () =>
+              (await request(`${session.server.apiUrl}/readyz`, { dispatcher: session.dispatcher }))
+                .statusCode;
+            let status = 0;
+            for (let i = 0; i < 60 && status !== 200; i++) {
+              await new Promise((resolve) => setTimeout(resolve, 250));
+              status = await ready();
+            }
+            expect(status).toBe(200);
+            for (const { token, realKey } of filled.tokens) {
+              const proxied = await session.proxy(token);
+              expect(proxied.status).toBe(200);
+              expect(world.mock.received.at(-1)?.headers.authorization).toBe(`Bearer ${realKey}`);
+            }
+          } finally {
+            await session.stop();
+          }
+        },
+      );
 
       it('rotates inside the HSM while requests flow, resumes after kill -9, destroys the old key object', async () => {
         hsm = await createSoftHsm();

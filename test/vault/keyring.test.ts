@@ -44,6 +44,7 @@ for (const fixture of databases) {
         primary: A,
         loaders: [
           {
+            provider: 'local',
             load: (id) => {
               loads.push(id);
               return Promise.resolve(id === idOf(B) ? B : undefined);
