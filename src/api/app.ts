@@ -37,11 +37,19 @@ import { webhookRoutes } from './routes/webhooks.js';
 import { webhookToolRoutes } from './routes/webhook-tools.js';
 import { SHARED_SCHEMAS } from './schemas.js';
 import { clientIp } from '../rules/ip-match.js';
+import { TLS_HANDSHAKE_TIMEOUT_MS } from '../tls/handshake.js';
 
 export interface ApiAppOptions {
   readonly logger: FastifyBaseLogger;
   /** TLS options for the management listener; omitted for plain HTTP (and for `inject` tests). */
-  readonly https?: { readonly key: string; readonly cert: string } | undefined;
+  readonly https?:
+    | {
+        readonly key: string;
+        readonly cert: string;
+        /** TLS_HANDSHAKE_TIMEOUT_MS unless a test shortens it. */
+        readonly handshakeTimeoutMs?: number | undefined;
+      }
+    | undefined;
   readonly version: string;
   /** Served at GET /metrics (no API key, like /healthz); no route when omitted. */
   readonly metricsRegistry?: Registry | undefined;
@@ -80,7 +88,15 @@ export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promis
     },
   };
   const base = options.https
-    ? Fastify<HttpsServer>({ ...serverOptions, https: { ...options.https, minVersion: 'TLSv1.3' } })
+    ? Fastify<HttpsServer>({
+        ...serverOptions,
+        https: {
+          key: options.https.key,
+          cert: options.https.cert,
+          minVersion: 'TLSv1.3',
+          handshakeTimeout: options.https.handshakeTimeoutMs ?? TLS_HANDSHAKE_TIMEOUT_MS,
+        },
+      })
     : Fastify(serverOptions);
   // The type parameters differ between the HTTP and HTTPS instances; routes see neither.
   const app = base.withTypeProvider<TypeBoxTypeProvider>() as unknown as ApiServer;

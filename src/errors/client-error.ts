@@ -26,14 +26,28 @@ export function clientErrorAnswer(code: string | undefined): TokenProxyError {
 }
 
 /**
- * Nothing to answer: a client that reset the connection, a socket already gone, or one whose request
+ * Nothing to answer: a client that reset the connection, a socket already gone, one whose request
  * is already being answered (a body that breaks its chunked framing after the head was accepted):
  * another status line in the middle of that answer would corrupt it, so the connection is only
- * closed.
+ * closed. Nor a TLS connection whose handshake failed or timed out (Node hands those to
+ * `clientError` too): an answer written to it waits for a handshake that never comes, and the socket
+ * with it, a file descriptor held for good by anyone who opens a connection and sends nothing.
  */
 function needsNoAnswer(err: { code?: string | undefined }, socket: Socket): boolean {
-  return err.code === 'ECONNRESET' || socket.destroyed || responseStarted(socket);
+  return (
+    err.code === 'ECONNRESET' ||
+    socket.destroyed ||
+    responseStarted(socket) ||
+    (err.code !== undefined && TLS_FAILURE.test(err.code))
+  );
 }
+
+/** Node's TLS errors (`ERR_TLS_HANDSHAKE_TIMEOUT`) and OpenSSL's (`ERR_SSL_WRONG_VERSION_NUMBER`). */
+const TLS_FAILURE = /^ERR_(TLS|SSL)_/;
+
+/** An error answer's socket is destroyed this long after it, sent or not: a peer that reads nothing
+ * must not keep it open. */
+const ANSWER_LINGER_MS = 5000;
 
 /**
  * Writes the answer to a request that never became one, and closes the connection: after a parse
@@ -63,6 +77,7 @@ function writeClientError(
       body,
   );
   socket.destroySoon();
+  setTimeout(() => socket.destroy(), ANSWER_LINGER_MS).unref();
 }
 
 export interface ClientErrorLog {

@@ -16,6 +16,7 @@ import {
 import type { AddressInfo, Server, Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
 import { answerClientErrors } from '../errors/client-error.js';
+import { TLS_HANDSHAKE_TIMEOUT_MS } from '../tls/handshake.js';
 import { responseInFlight } from '../server/http1-socket.js';
 import type { ProxyDeps } from './deps.js';
 import { proxyErrorBody } from './errors.js';
@@ -32,6 +33,8 @@ export interface ProxyServerOptions {
    * asked to go away, an HTTP/1.1 one with no answer in flight is closed.
    */
   readonly idleTimeoutMs?: number | undefined;
+  /** The TLS handshake's time limit; TLS_HANDSHAKE_TIMEOUT_MS unless a test shortens it. */
+  readonly handshakeTimeoutMs?: number | undefined;
 }
 
 export interface ProxyServer {
@@ -145,6 +148,7 @@ export function createProxyServer(deps: ProxyDeps, options: ProxyServerOptions =
       key: options.tls.key,
       cert: options.tls.cert,
       minVersion: 'TLSv1.3',
+      handshakeTimeout: options.handshakeTimeoutMs ?? TLS_HANDSHAKE_TIMEOUT_MS,
     });
     serveHttp1Only(h2, handler.handle);
     h2.on('session', (session: ServerHttp2Session) => {

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApiHarness, type ApiHarness, type ApiResponse } from '../support/api-harness.js';
 import { databases } from '../support/databases.js';
 import { until } from '../support/poll.js';
+import { silentConnectionsClosed } from '../support/silent-connections.js';
 import { createTestCa } from '../support/test-ca.js';
 import { expectError } from './helpers.js';
 
@@ -12,6 +13,8 @@ import { expectError } from './helpers.js';
  */
 
 const sqlite = databases.find((d) => d.name === 'sqlite');
+/** The listener's TLS handshake limit, shortened. */
+const HANDSHAKE_MS = 300;
 if (sqlite === undefined) throw new Error('no sqlite fixture');
 
 interface Raw {
@@ -29,7 +32,9 @@ describe('the management listener answers malformed requests in the error shape'
     const testCa = await createTestCa();
     const leaf = await testCa.issue(['127.0.0.1']);
     ca = testCa.caCertPem;
-    h = await startApiHarness(sqlite, { https: { key: leaf.keyPem, cert: leaf.certPem } });
+    h = await startApiHarness(sqlite, {
+      https: { key: leaf.keyPem, cert: leaf.certPem, handshakeTimeoutMs: HANDSHAKE_MS },
+    });
     await h.app.listen({ host: '127.0.0.1', port: 0 });
     const address = h.app.server.address();
     port = typeof address === 'object' && address !== null ? address.port : 0;
@@ -67,6 +72,11 @@ describe('the management listener answers malformed requests in the error shape'
   }
 
   const api = (head: string, body = '') => send(head, body);
+
+  it('closes connections that never finish the TLS handshake: none keeps a socket', async () => {
+    // Answered with an HTTP error that waited for the handshake, each one stayed open for good.
+    expect(await silentConnectionsClosed(port, 5, HANDSHAKE_MS + 4000)).toBe(5);
+  });
   const host = () => `Host: 127.0.0.1:${port}`;
   const auth = () => `Authorization: Bearer ${h.apiKey}`;
 

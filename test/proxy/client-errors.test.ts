@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databases } from '../support/databases.js';
+import { silentConnectionsClosed } from '../support/silent-connections.js';
 import { h1Connect } from './h1-socket.js';
 import { startProxyHarness, type ProxyHarness } from './harness.js';
 
@@ -79,5 +80,22 @@ describe('requests the HTTP/1.1 parser refuses, on the proxy listener', () => {
     expect(answer.match(/HTTP\/1\.1 \d{3} /g)).toHaveLength(1);
     const body = answer.split('\r\n\r\n')[1] ?? '';
     expect((JSON.parse(body) as { error: { type: string } }).error.type).toBe('tokenproxy_error');
+  });
+});
+
+describe('connections that never finish the TLS handshake, on the proxy listener', () => {
+  const HANDSHAKE_MS = 300;
+  let h: ProxyHarness;
+  beforeAll(async () => {
+    h = await startProxyHarness(sqlite, { handshakeTimeoutMs: HANDSHAKE_MS });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('are closed when the handshake times out: none keeps a socket (and a file descriptor)', async () => {
+    // Answered with an HTTP error that waited for the handshake, each one stayed open for good.
+    expect(await silentConnectionsClosed(h.port, 5, HANDSHAKE_MS + 4000)).toBe(5);
+    expect((await h.send('/openai/v1/models')).status).toBe(401);
   });
 });

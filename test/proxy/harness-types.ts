@@ -117,6 +117,8 @@ export interface HarnessOptions {
   readonly http2?: boolean;
   /** The proxy listener's idle timeout for HTTP/2 sessions (default the server's 65 s). */
   readonly idleTimeoutMs?: number;
+  /** The proxy listener's TLS handshake limit (default the server's 20 s). */
+  readonly handshakeTimeoutMs?: number;
 }
 
 export interface HarnessUsage {

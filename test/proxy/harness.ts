@@ -115,6 +115,7 @@ export async function startProxyHarness(
       tls: { key: tls.keyPem, cert: tls.certPem },
       http2: options.http2,
       idleTimeoutMs: options.idleTimeoutMs,
+      handshakeTimeoutMs: options.handshakeTimeoutMs,
     },
   );
   proxyRef.current = proxy;

@@ -55,7 +55,7 @@ export async function startApiHarness(
     now?: () => Date;
     metricsRegistry?: Registry;
     /** Serve TLS, for tests that listen on a real socket. */
-    https?: { key: string; cert: string };
+    https?: { key: string; cert: string; handshakeTimeoutMs?: number };
     /** The `trust_proxy` setting's entries. */
     trustProxy?: string[];
   } = {},
