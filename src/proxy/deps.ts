@@ -1,4 +1,3 @@
-import type { IncomingHttpHeaders } from 'node:http';
 import type { Logger } from 'pino';
 import type { OnUnauthorized } from '../anomalies/record.js';
 import type { Config } from '../config/load.js';

@@ -3,8 +3,8 @@
  * common encodings. Built once per request when the key is decrypted, byte by byte into one Buffer
  * that is zeroed with the key (`wipe`), so the forms hold no key material after the request; only
  * the few base64/URL strings made on the way (like the key's own header string) wait for the GC.
- * gzip-compressed echoes stay out of reach: upstream answers are requested as `identity`
- * (src/proxy/headers.ts) and a compressed body is passed on as is.
+ * Compressed echoes are found too: upstream answers are requested as `identity` (src/proxy/headers.ts)
+ * and a provider that compresses anyway is decoded before redaction (src/proxy/answer-encoding.ts).
  */
 
 /** Encoded forms shorter than this are not looked for: they would match ordinary text by chance. */

@@ -1,9 +1,14 @@
-import type { Readable, Transform } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import { errorSummary } from '../errors/summary.js';
-import { answerEncoding, createDecoder } from './answer-encoding.js';
+import {
+  answerEncoding,
+  createChainDecoder,
+  UndecodableAnswerError,
+  type ChainDecoder,
+} from './answer-encoding.js';
 import type { UsageScanner } from '../usage/usage-scanner.js';
 import { sendHead, type ProxyRequest, type ProxyResponse } from './exchange-io.js';
 import { writeProxyError, type ProxyErrorCode } from './errors.js';
@@ -52,7 +57,7 @@ export class Relay implements Dispatcher.DispatchHandler {
   readonly #redactor: StreamRedactor;
   #controller: Dispatcher.DispatchController | null = null;
   /** Set for a compressed answer (answer-encoding.ts): the body is decoded before redaction. */
-  #decoder: Transform | null = null;
+  #decoder: ChainDecoder | null = null;
   #drainHooked = false;
   #sentAt = 0;
   /** Time from dispatch to the provider's status line; null while none has come. */
@@ -143,12 +148,12 @@ export class Relay implements Dispatcher.DispatchHandler {
     }
     const hasBody = responseHasBody(ex.req.method ?? 'GET', status);
     const encoding = hasBody ? answerEncoding(upstreamHeaders['content-encoding']) : undefined;
-    if (encoding?.kind === 'decoded') this.#decodeWith(createDecoder(encoding.name));
-    else if (encoding?.kind === 'opaque') {
-      ex.logger?.warn(
-        { request_id: ex.requestId, provider: this.#upstream.id, content_encoding: encoding.name },
-        'the provider answered in an encoding tokenproxy cannot decode: its body is passed on without redaction',
-      );
+    if (encoding?.kind === 'decoded') this.#decodeWith(createChainDecoder(encoding.names));
+    else if (encoding?.kind === 'undecodable') {
+      // Refused before anything is relayed: undici reports the abort to onResponseError, which
+      // answers 502 and logs the cause.
+      controller.abort(new UndecodableAnswerError(encoding.name));
+      return;
     }
     const out = relayedHeaders(
       upstreamHeaders,
@@ -172,7 +177,7 @@ export class Relay implements Dispatcher.DispatchHandler {
     const res = this.#ex.res;
     if (this.#ex.clientGone || res.destroyed) return;
     if (this.#decoder !== null) {
-      if (!this.#decoder.write(chunk)) controller.pause();
+      if (!this.#decoder.input.write(chunk)) controller.pause();
       return;
     }
     this.#relay(chunk);
@@ -182,7 +187,7 @@ export class Relay implements Dispatcher.DispatchHandler {
     // Done with undici's side: a decoder still draining must not pause or resume it any more (its
     // connection may already carry the next request).
     this.#controller = null;
-    if (this.#decoder !== null) this.#decoder.end();
+    if (this.#decoder !== null) this.#decoder.input.end();
     else this.#complete();
   }
 
@@ -202,7 +207,7 @@ export class Relay implements Dispatcher.DispatchHandler {
     this.scanner?.write(out);
     if (!res.write(out)) {
       this.#controller?.pause();
-      this.#decoder?.pause();
+      this.#decoder?.output.pause();
       if (!this.#drainHooked) {
         this.#drainHooked = true;
         res.on('drain', this.#onDrain);
@@ -222,13 +227,13 @@ export class Relay implements Dispatcher.DispatchHandler {
     else res.end();
   }
 
-  #decodeWith(decoder: Transform): void {
+  #decodeWith(decoder: ChainDecoder): void {
     this.#decoder = decoder;
-    decoder.on('data', (plain: Buffer) => this.#relay(plain));
-    decoder.on('drain', () => this.#controller?.resume());
-    decoder.once('end', () => this.#complete());
+    decoder.output.on('data', (plain: Buffer) => this.#relay(plain));
+    decoder.input.on('drain', () => this.#controller?.resume());
+    decoder.output.once('end', () => this.#complete());
     // A body that does not decode is a provider breaking off mid-answer.
-    decoder.once('error', (err) => {
+    decoder.output.once('error', (err) => {
       if (!this.done) this.#controller?.abort(err);
       this.#failed(err);
     });
@@ -265,7 +270,7 @@ export class Relay implements Dispatcher.DispatchHandler {
   }
 
   readonly #onDrain = (): void => {
-    this.#decoder?.resume();
+    this.#decoder?.output.resume();
     this.#controller?.resume();
   };
 

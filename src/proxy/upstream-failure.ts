@@ -15,6 +15,8 @@ export type UpstreamCause =
   | 'reset'
   | 'dns'
   | 'unreachable'
+  /** The answer came in a content encoding tokenproxy cannot decode (so cannot check for the key). */
+  | 'content_encoding'
   | 'other';
 
 /** The issuer chain does not end at a trusted CA: usually a missing `provider_ca`. */
@@ -52,6 +54,7 @@ const CAUSES: Readonly<Record<string, UpstreamCause>> = {
   EHOSTUNREACH: 'unreachable',
   ENETUNREACH: 'unreachable',
   EPROTO: 'tls',
+  TOKENPROXY_UNDECODABLE_ENCODING: 'content_encoding',
 };
 
 /** The innermost error code along `cause` (undici wraps socket errors: the inner one is specific). */

@@ -16,21 +16,24 @@ describe('answerEncoding', () => {
     [undefined, { kind: 'identity' }],
     ['', { kind: 'identity' }],
     ['identity', { kind: 'identity' }],
-    ['gzip', { kind: 'decoded', name: 'gzip' }],
-    ['X-GZIP', { kind: 'decoded', name: 'gzip' }],
-    [' deflate ', { kind: 'decoded', name: 'deflate' }],
-    ['br', { kind: 'decoded', name: 'br' }],
-    ['zstd', { kind: 'decoded', name: 'zstd' }],
-    ['identity, gzip', { kind: 'decoded', name: 'gzip' }],
-    [['gzip'], { kind: 'decoded', name: 'gzip' }],
-    ['gzip, br', { kind: 'opaque', name: 'gzip, br' }],
-    [['gzip', 'gzip'], { kind: 'opaque', name: 'gzip, gzip' }],
-    ['compress', { kind: 'opaque', name: 'compress' }],
-    ['x-custom', { kind: 'opaque', name: 'x-custom' }],
+    ['gzip', { kind: 'decoded', names: ['gzip'] }],
+    ['X-GZIP', { kind: 'decoded', names: ['gzip'] }],
+    [' deflate ', { kind: 'decoded', names: ['deflate'] }],
+    ['br', { kind: 'decoded', names: ['br'] }],
+    ['zstd', { kind: 'decoded', names: ['zstd'] }],
+    ['identity, gzip', { kind: 'decoded', names: ['gzip'] }],
+    [['gzip'], { kind: 'decoded', names: ['gzip'] }],
+    // A chain, in the order applied (decoded last to first).
+    ['gzip, br', { kind: 'decoded', names: ['gzip', 'br'] }],
+    [['gzip', 'gzip'], { kind: 'decoded', names: ['gzip', 'gzip'] }],
+    ['gzip, gzip, gzip, gzip, gzip', { kind: 'undecodable', name: 'gzip, gzip, gzip, gzip, gzip' }],
+    ['compress', { kind: 'undecodable', name: 'compress' }],
+    ['gzip, x-custom', { kind: 'undecodable', name: 'gzip, x-custom' }],
+    ['x-custom', { kind: 'undecodable', name: 'x-custom' }],
     // Names of the lookup object's prototype are not encodings either.
-    ['constructor', { kind: 'opaque', name: 'constructor' }],
-    ['__proto__', { kind: 'opaque', name: '__proto__' }],
-    ['toString', { kind: 'opaque', name: 'tostring' }],
+    ['constructor', { kind: 'undecodable', name: 'constructor' }],
+    ['__proto__', { kind: 'undecodable', name: '__proto__' }],
+    ['toString', { kind: 'undecodable', name: 'tostring' }],
   ])('%j is %j', (header, expected) => {
     expect(answerEncoding(header)).toEqual(expected);
   });
@@ -88,16 +91,32 @@ for (const protocol of PROTOCOLS) {
       expect(next.text).toBe(redacted(1));
     });
 
-    it('an encoding it cannot decode is passed on as it came, and logged', async () => {
+    for (const chain of ['gzip,gzip', 'gzip,br', 'zstd,deflate,gzip']) {
+      it(`a chain of codings (${chain}): decoded step by step, the key redacted`, async () => {
+        const res = await h.send(`/openai/echo-key-compressed?enc=${chain}&repeat=200`, {
+          headers: bearer(token),
+        });
+        expect(res.status).toBe(401);
+        expect(res.headers['content-encoding']).toBeUndefined();
+        expect(res.text).toBe(redacted(200));
+      });
+    }
+
+    it('an encoding it cannot decode is refused with 502: its body could not be checked for the key', async () => {
       const lines = h.logLines.length;
       const res = await h.send('/openai/echo-key-compressed?enc=none&as=x-custom', {
         headers: bearer(token),
       });
-      expect(res.headers['content-encoding']).toBe('x-custom');
+      expect(res.status).toBe(502);
+      expect(res.json.error).toMatchObject({ code: 'upstream_unreachable' });
+      expect(res.headers['content-encoding']).toBeUndefined();
+      expect(res.text).not.toContain(REAL_KEY);
       const logged = h.logLines.slice(lines).join('\n');
-      expect(logged).toContain('cannot decode');
-      expect(logged).toContain('x-custom');
+      expect(logged).toContain('TOKENPROXY_UNDECODABLE_ENCODING');
+      expect(logged).toContain('"cause":"content_encoding"');
       expect(logged).not.toContain(REAL_KEY);
+      const record = await h.recordOf(res.headers['x-tokenproxy-request-id']);
+      expect(record).toMatchObject({ status: 502, errorCode: 'upstream_unreachable' });
     });
   });
 }

@@ -94,7 +94,8 @@ export function compressedEchoText(key: string, repeat: number): string {
 }
 
 /**
- * Echoes the credential in a body compressed with `?enc=` (or, for `?enc=broken`, a gzip header and
+ * Echoes the credential in a body compressed with `?enc=` (a chain such as `gzip,br` too; or, for
+ * `?enc=broken`, a gzip header and
  * then bytes that do not decode), whatever the request asked for, written 7 bytes per chunk so the
  * compressed stream crosses many chunks; `?repeat=N` repeats the text, `?as=` sets another
  * `content-encoding` on an uncompressed body.
@@ -113,9 +114,14 @@ export async function echoKeyCompressed(ctx: Ctx): Promise<void> {
     body = text;
     encoding = ctx.url.searchParams.get('as') ?? 'identity';
   } else {
-    const compress = MOCK_COMPRESSIONS[enc];
-    if (compress === undefined) return sendError(ctx.res, 400, 'unknown ?enc= compression');
-    body = compress(text);
+    // A chain (`gzip,br`) is applied in the order given, as `content-encoding` lists it.
+    body = text;
+    for (const step of enc.split(',')) {
+      const compress = MOCK_COMPRESSIONS[step];
+      if (compress === undefined) return sendError(ctx.res, 400, 'unknown ?enc= compression');
+      body = compress(body);
+    }
+    encoding = enc.split(',').join(', ');
   }
   ctx.res.writeHead(401, { 'content-type': 'application/json', 'content-encoding': encoding });
   for (let at = 0; at < body.length; at += 7) await write(ctx.res, body.subarray(at, at + 7));
