@@ -188,6 +188,9 @@ async function serve(opts: Record<string, unknown>, io: CliIo): Promise<number> 
     };
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
+    // The terminal or ssh session of a foreground `npm start` closing: Node's default would end the
+    // process at once, dropping the requests in flight and the request-log records not yet stored.
+    process.once('SIGHUP', () => stop('SIGHUP'));
     // Printed only once the signal handlers are in place, so "Ready." means a SIGTERM drains.
     io.stderr(
       `Ready. Stop with Ctrl-C or SIGTERM (in-flight requests get up to ${config.drainTimeoutMs} ms to finish).`,

@@ -251,8 +251,11 @@ async function supervise(
   const onSignal = (signal: NodeJS.Signals) => () => stop(signal);
   const onTerm = onSignal('SIGTERM');
   const onInt = onSignal('SIGINT');
+  // A closed terminal drains like SIGTERM (Node's default would end the primary at once).
+  const onHup = onSignal('SIGHUP');
   process.on('SIGTERM', onTerm);
   process.on('SIGINT', onInt);
+  process.on('SIGHUP', onHup);
 
   try {
     slots.forEach((slot, i) => fork(slot, i));
@@ -281,5 +284,6 @@ async function supervise(
   } finally {
     process.off('SIGTERM', onTerm);
     process.off('SIGINT', onInt);
+    process.off('SIGHUP', onHup);
   }
 }

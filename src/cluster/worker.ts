@@ -51,7 +51,7 @@ class ServiceRegistry extends Registry {
  * One worker of `serve --workers N`: the ordinary server (the primary has already validated the
  * configuration, migrated the store and proven the KEK), without serve.lock and the first account
  * (the primary's), listening on ports node:cluster shares between the workers. Drains on SIGTERM,
- * SIGINT, or when the primary goes away, and resolves to the exit code.
+ * SIGINT, SIGHUP, or when the primary goes away, and resolves to the exit code.
  */
 export async function runWorker(config: Config, logger: Logger): Promise<number> {
   // Listens for the primary's gatherings from the start: a worker still starting answers with no
@@ -95,6 +95,8 @@ export async function runWorker(config: Config, logger: Logger): Promise<number>
     };
     process.on('SIGTERM', () => stop('SIGTERM'));
     process.on('SIGINT', () => stop('SIGINT'));
+    // A closed terminal sends SIGHUP to the whole process group, workers included: they drain too.
+    process.on('SIGHUP', () => stop('SIGHUP'));
     // The primary died (kill -9): nobody would stop this worker, and it would hold the ports.
     process.on('disconnect', () => stop('primary gone'));
     logger.info('worker listening');

@@ -1,4 +1,4 @@
-import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { connect } from 'node:tls';
 import os, { availableParallelism } from 'node:os';
 import path from 'node:path';
@@ -158,6 +158,22 @@ describe('tokenproxy serve: restarts, refusals and shutdown', () => {
       expect(second.stderr()).toContain(`SHA-256 fingerprint: ${fingerprint ?? 'missing'}`);
       expect(second.stderr()).toContain('certificate loaded');
       expect(await second.stop()).toBe(0);
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('SIGHUP (the terminal closing) drains and exits 0 like SIGTERM, and frees the data dir', async () => {
+    const dataDir = await tempDir();
+    try {
+      const server = await startServe(['--data-dir', dataDir]);
+      const exited = new Promise<number | null>((resolve) => server.child.once('exit', resolve));
+      server.child.kill('SIGHUP');
+      expect(await exited).toBe(0);
+      expect(server.stdout()).toContain('"signal":"SIGHUP"');
+      expect(server.stdout()).toContain('"msg":"stopped"');
+      // Its lock went with it: the next start does not have to clear a stale one.
+      expect(await readdir(dataDir)).not.toContain('serve.lock');
     } finally {
       await rm(dataDir, { recursive: true, force: true });
     }
