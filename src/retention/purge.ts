@@ -30,6 +30,11 @@ export interface PurgeReport {
   readonly space: SpaceReclaim;
 }
 
+/** The first instant of `now`'s month (UTC), where month budgets start. */
+function monthStart(now: Date): string {
+  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString();
+}
+
 /** The instant before which rows go, or null for `forever`. */
 export function cutoff(retention: Retention, now: Date): string | null {
   return retention.ms === null ? null : new Date(now.getTime() - retention.ms).toISOString();
@@ -69,6 +74,10 @@ export async function purgeOnce(options: PurgeOptions): Promise<PurgeReport> {
     }
     if (rollupsBefore !== null && owner !== null) {
       totals.rollups += await drain(() => repo.deleteRollups(owner, rollupsBefore, batchSize));
+      // Budgets start their counters from the per-model rollups of the period: the current month's
+      // stay whatever the retention (a `total` budget's, for ever: deleteModelRollups keeps them).
+      const modelBefore = rollupsBefore < monthStart(options.now) ? rollupsBefore : monthStart(options.now);
+      totals.rollups += await drain(() => repo.deleteModelRollups(owner, modelBefore, batchSize));
     }
   }
 

@@ -14,6 +14,12 @@ export interface RetentionRepo {
   /** Deletes the account's rollups of up to `limit` hours older than `before`; returns the rows deleted. */
   deleteRollups(accountId: string, before: string, limit: number): Promise<number>;
   /**
+   * Deletes the account's per-model rollups of up to `limit` hours older than `before`, except those
+   * a `total` budget still counts (all of the account's when its own budget is `total`, else those of
+   * its tokens with one); returns the rows deleted.
+   */
+  deleteModelRollups(accountId: string, before: string, limit: number): Promise<number>;
+  /**
    * SQLite: returns up to `maxPages` free pages to the file system (`incremental_vacuum`), when the
    * file is in incremental auto-vacuum mode. Reports what it did; PostgreSQL's autovacuum does this.
    */

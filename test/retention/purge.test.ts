@@ -3,7 +3,7 @@ import { cutoff, purgeOnce, type RetentionPolicy } from '../../src/retention/pur
 import { parseRetentionPeriod } from '../../src/rules/retention-period.js';
 import type { Store } from '../../src/store/store.js';
 import { databases, type OpenedDatabase } from '../support/databases.js';
-import { anomalyEntry, newAccount, rawQuery, requestLogEntry } from '../store/helpers.js';
+import { anomalyEntry, createToken, newAccount, rawQuery, requestLogEntry } from '../store/helpers.js';
 
 const DAY = 86_400_000;
 /** The injected clock: every age below is measured back from here. */
@@ -156,6 +156,68 @@ for (const fixture of databases) {
         vacuumPages: 100,
       });
       expect(again).toMatchObject({ requestLogs: 0, anomalies: 0, events: 0, rollups: 0 });
+    });
+
+    it('per-model rollups go with rollup_retention, except what a budget still counts', async () => {
+      const { account } = await newAccount(store, 'unlimited');
+      const plain = await createToken(store, account.id);
+      const forEver = await createToken(store, account.id);
+      await store.tokens.update(
+        account.id,
+        forEver.id,
+        { budget: { tokens: 1000, period: 'total' } },
+        NOW.toISOString(),
+      );
+      const capped = (await newAccount(store, 'unlimited')).account;
+      await store.accounts.update(capped.id, { budget: { amount_usd: 5, period: 'total' } });
+      const cappedToken = await createToken(store, capped.id);
+      const row = (accountId: string, tokenId: string, hour: string) => ({
+        accountId,
+        hour,
+        tokenId,
+        model: 'gpt-test',
+        requests: 1,
+        inputTokens: 10,
+        outputTokens: 5,
+        costMicros: 30,
+      });
+      const old = '2025-04-01T00:00:00.000Z'; // past the 400 days
+      const recent = '2026-05-20T00:00:00.000Z';
+      await store.usageModelRollups.add([
+        row(account.id, plain.id, old),
+        row(account.id, plain.id, recent),
+        row(account.id, forEver.id, old),
+        row(capped.id, cappedToken.id, old),
+      ]);
+      const report = await purgeOnce({
+        repo: store.retention,
+        policy: POLICY,
+        now: NOW,
+        batchSize: 5,
+        pause: () => Promise.resolve(),
+        vacuumPages: 100,
+      });
+      expect(report.rollups).toBe(1);
+      const left = async (accountId: string) =>
+        (await store.usageModelRollups.range(accountId, '2000-01-01T00:00:00.000Z', NOW.toISOString())).map(
+          (r) => `${r.tokenId === plain.id ? 'plain' : 'budgeted'} ${r.hour.slice(0, 10)}`,
+        );
+      // The old hour of the token with a total budget stays (its spend so far); so does every hour
+      // of the account whose own budget is total.
+      expect(await left(account.id)).toEqual(['budgeted 2025-04-01', 'plain 2026-05-20']);
+      expect(await left(capped.id)).toEqual(['budgeted 2025-04-01']);
+      // A short retention still keeps this month's rows: month budgets start from them.
+      await store.usageModelRollups.add([row(account.id, plain.id, '2026-06-01T01:00:00.000Z')]);
+      const short = await purgeOnce({
+        repo: store.retention,
+        policy: { logs: POLICY.logs, rollups: { ms: DAY / 24, text: '1h' } },
+        now: NOW,
+        batchSize: 5,
+        pause: () => Promise.resolve(),
+        vacuumPages: 100,
+      });
+      expect(short.rollups).toBeGreaterThanOrEqual(1);
+      expect(await left(account.id)).toEqual(['budgeted 2025-04-01', 'plain 2026-06-01']);
     });
 
     it('forever keeps everything', async () => {

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { budgetFromText } from '../../usage/budget.js';
 import type { RetentionRepo, SpaceReclaim } from '../retention-records.js';
 import type { RepoContext } from './context.js';
 import { transact } from './transact.js';
@@ -92,6 +93,39 @@ export class KyselyRetentionRepo implements RetentionRepo {
       .where('account_id', '=', accountId)
       .where('hour', 'in', hours)
       .executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+
+  async deleteModelRollups(accountId: string, before: string, limit: number): Promise<number> {
+    const { db } = this.ctx;
+    const account = await db
+      .selectFrom('accounts')
+      .select('budget')
+      .where('id', '=', accountId)
+      .executeTakeFirst();
+    if (budgetFromText(account?.budget ?? null)?.period === 'total') return 0;
+    const budgeted = await db
+      .selectFrom('tokens')
+      .select(['id', 'budget'])
+      .where('account_id', '=', accountId)
+      .where('budget', 'is not', null)
+      .execute();
+    const kept = budgeted.filter((t) => budgetFromText(t.budget)?.period === 'total').map((t) => t.id);
+    // The kept tokens' rows are left out of the hours too: an hour holding only theirs would be picked
+    // again on every pass and the purge would never get past it.
+    let hours = db
+      .selectFrom('usage_model_rollups')
+      .select('hour')
+      .distinct()
+      .where('account_id', '=', accountId)
+      .where('hour', '<', before);
+    if (kept.length > 0) hours = hours.where('token_id', 'not in', kept);
+    let doomed = db
+      .deleteFrom('usage_model_rollups')
+      .where('account_id', '=', accountId)
+      .where('hour', 'in', hours.orderBy('hour').limit(limit));
+    if (kept.length > 0) doomed = doomed.where('token_id', 'not in', kept);
+    const result = await doomed.executeTakeFirst();
     return Number(result.numDeletedRows);
   }
 
