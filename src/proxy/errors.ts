@@ -28,6 +28,10 @@ export const PROXY_ERROR_MESSAGES = {
   kek_unavailable:
     'The key-encryption key is unavailable (an HSM that does not answer, or a KEK version this server cannot load); retry shortly.',
   internal_error: 'Internal error in the proxy.',
+  // HTTP/2 only for these two: node:http's parser answers HTTP/1.1 (src/errors/client-error.ts).
+  headers_too_large:
+    'The request headers are larger than the server accepts (16 KB). Send fewer or shorter headers.',
+  request_timeout: 'The request was not received in time. Send it again.',
   // Only CONNECT over HTTP/2 gets it (node:http drops a CONNECT's connection itself).
   method_not_allowed:
     'CONNECT is not proxied: send provider requests to https://<proxy>/<provider>/<provider path>.',

@@ -1,8 +1,9 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { ServerHttp2Stream } from 'node:http2';
+import { constants, type ServerHttp2Stream } from 'node:http2';
 import { Readable } from 'node:stream';
 import { newRequestId } from '../ids/formats.js';
 import { writeProxyError } from './errors.js';
+import { headerListSize, MAX_HEADER_BYTES } from './header-limit.js';
 
 /**
  * HTTP/2 requests served on their streams (node:http2's core API), not through Node's compatibility
@@ -223,6 +224,7 @@ export function serveStream(
   headers: IncomingHttpHeaders,
   rawHeaders: string[],
   peer: H2Peer,
+  requestTimeoutMs: number,
 ): void {
   stream.on('error', ignore);
   const opening = streamOpening(headers);
@@ -237,8 +239,46 @@ export function serveStream(
     stream.respond({ ':status': 417 }, { endStream: true });
     return;
   }
+  if (headerListSize(rawHeaders) > MAX_HEADER_BYTES) {
+    // As the HTTP/1.1 parser refuses it: not a request, so not in the request log, and not forwarded.
+    const origin = headers.origin;
+    writeProxyError(new H2Response(stream), 'headers_too_large', newRequestId(Date.now()), origin);
+    return;
+  }
   if (opening === 'continue') stream.additionalHeaders({ ':status': 100 });
   handle(new H2Request(stream, headers, rawHeaders, peer), new H2Response(stream));
+  // A request whose body is still to come must arrive whole in time, as HTTP/1.1's requestTimeout
+  // makes it: a stream that stops sending would otherwise hold its slot (and the upstream
+  // connection its body streams to) for as long as the client liked. No timer without a body.
+  if (!stream.endAfterHeaders && !stream.destroyed) {
+    const deadline = setTimeout(requestTimedOut, requestTimeoutMs, stream, headers.origin);
+    deadline.unref();
+    (stream as DeadlineStream)[DEADLINE] = deadline;
+    stream.once('end', clearDeadline);
+    stream.once('close', clearDeadline);
+  }
+}
+
+const DEADLINE = Symbol('tokenproxy.requestDeadline');
+type DeadlineStream = ServerHttp2Stream & { [DEADLINE]?: NodeJS.Timeout };
+
+/** Shared by every stream (no closure per request): `this` is the stream whose body ended or closed. */
+function clearDeadline(this: DeadlineStream): void {
+  clearTimeout(this[DEADLINE]);
+}
+
+function requestTimedOut(stream: ServerHttp2Stream, origin: string | string[] | undefined): void {
+  if (stream.destroyed) return;
+  if (!stream.headersSent) {
+    writeProxyError(
+      new H2Response(stream),
+      'request_timeout',
+      newRequestId(Date.now()),
+      typeof origin === 'string' ? origin : undefined,
+    );
+  }
+  // What the client still sends is not read: the stream ends here, its answer sent or cut off.
+  stream.close(constants.NGHTTP2_CANCEL);
 }
 
 function ignore(): void {}

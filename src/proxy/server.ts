@@ -17,6 +17,7 @@ import type { AddressInfo, Server, Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
 import { answerClientErrors } from '../errors/client-error.js';
 import { TLS_HANDSHAKE_TIMEOUT_MS } from '../tls/handshake.js';
+import { MAX_HEADER_BYTES } from './header-limit.js';
 import { responseInFlight } from '../server/http1-socket.js';
 import type { ProxyDeps } from './deps.js';
 import { proxyErrorBody } from './errors.js';
@@ -33,6 +34,8 @@ export interface ProxyServerOptions {
    * asked to go away, an HTTP/1.1 one with no answer in flight is closed.
    */
   readonly idleTimeoutMs?: number | undefined;
+  /** The time a whole request (its body included) gets over HTTP/2; 10 min unless a test shortens it. */
+  readonly requestTimeoutMs?: number | undefined;
   /** The TLS handshake's time limit; TLS_HANDSHAKE_TIMEOUT_MS unless a test shortens it. */
   readonly handshakeTimeoutMs?: number | undefined;
 }
@@ -54,8 +57,7 @@ export interface ProxyServer {
   close(drainMs: number): Promise<void>;
 }
 
-/** Headers larger than this are answered 431 by Node's parser, before any of our code runs. */
-export const MAX_HEADER_BYTES = 16 * 1024;
+export { MAX_HEADER_BYTES } from './header-limit.js';
 
 /** Idle connections (HTTP/1.1 keep-alive, HTTP/2 sessions) are closed after this long. */
 const IDLE_TIMEOUT_MS = 65_000;
@@ -88,8 +90,10 @@ const H2_OPTIONS: SecureServerOptions = {
   settings: {
     maxConcurrentStreams: H2_MAX_STREAMS,
     initialWindowSize: H2_STREAM_WINDOW,
-    // HPACK-decoded size (names + values + 32 per field): the HTTP/1.1 head limit, in h2's measure.
-    maxHeaderListSize: MAX_HEADER_BYTES,
+    // HPACK-decoded size (names + values + 32 per field). The HTTP/1.1 head limit is checked on every
+    // stream (h2-stream.ts), with the same 431 answer; nghttp2's own refusal (a bare stream reset,
+    // and only for clients that acknowledged the setting) is kept for lists far past it.
+    maxHeaderListSize: 4 * MAX_HEADER_BYTES,
     enablePush: false,
   },
   // Past the reset burst nghttp2 stops handing the session's new streams to us; streams refused for
@@ -151,6 +155,7 @@ export function createProxyServer(deps: ProxyDeps, options: ProxyServerOptions =
       handshakeTimeout: options.handshakeTimeoutMs ?? TLS_HANDSHAKE_TIMEOUT_MS,
     });
     serveHttp1Only(h2, handler.handle);
+    const requestTimeoutMs = options.requestTimeoutMs ?? HTTP_OPTIONS.requestTimeout ?? 600_000;
     h2.on('session', (session: ServerHttp2Session) => {
       sessions.add(session);
       session.once('close', () => sessions.delete(session));
@@ -158,7 +163,7 @@ export function createProxyServer(deps: ProxyDeps, options: ProxyServerOptions =
       session.setLocalWindowSize(H2_SESSION_WINDOW);
       const peer: H2Peer = { remoteAddress: session.socket.remoteAddress };
       session.on('stream', (stream, headers, _flags, rawHeaders) =>
-        serveStream(handler.handle, stream, headers, rawHeaders, peer),
+        serveStream(handler.handle, stream, headers, rawHeaders, peer, requestTimeoutMs),
       );
     });
     // An idle session is asked to go away; its open streams (a long completion) still finish.

@@ -107,21 +107,69 @@ describe('HTTP/2 abuse limits: rapid reset, too many streams, oversized header l
     }
   }, 120_000);
 
-  it('an oversized header list is answered 431 and never forwarded', async () => {
+  it('an oversized header list is answered 431 headers_too_large by the proxy, as over HTTP/1.1, and never forwarded', async () => {
     h.mock.reset();
     const session = await h2Connect(h.url, h.ca);
     session.on('error', () => undefined);
     try {
-      const outcome = await h2Request(session, {
-        ':path': '/openai/v1/models',
-        ...bearer(token),
-        'x-big': 'a'.repeat(17 * 1024),
-      }).then(
-        (a) => `status ${a.status}`,
-        (err: unknown) => (err as Error).message,
-      );
-      expect(outcome).toBe('status 431');
+      for (const size of [17 * 1024, 40 * 1024]) {
+        const answer = await h2Request(session, {
+          ':path': '/openai/v1/models',
+          ...bearer(token),
+          'x-big': 'a'.repeat(size),
+        });
+        expect(answer.status).toBe(431);
+        // The proxy's own answer (the mock's parser also says 431, in its own words).
+        const body = JSON.parse(answer.text) as { type: string; error: { code: string; request_id: string } };
+        expect(body).toMatchObject({ type: 'error', error: { code: 'headers_too_large' } });
+        expect(answer.headers['x-tokenproxy-request-id']).toBe(body.error.request_id);
+      }
       expect(h.mock.received).toHaveLength(0);
+      // The session serves on.
+      expect((await h2Request(session, { ':path': '/openai/v1/models', ...bearer(token) })).status).toBe(200);
+    } finally {
+      await h2Close(session);
+    }
+  });
+});
+
+describe('HTTP/2 requests whose body does not arrive in time', () => {
+  const REQUEST_MS = 400;
+  let h: ProxyHarness;
+  let token: string;
+  beforeAll(async () => {
+    h = await startProxyHarness(sqlite, { protocol: 'h2', requestTimeoutMs: REQUEST_MS });
+    ({ token } = await h.createToken({}));
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('a body announced and never sent is answered 408 request_timeout, and the stream ends', async () => {
+    const session = await h2Connect(h.url, h.ca);
+    session.on('error', () => undefined);
+    try {
+      const stream = session.request({
+        ':method': 'POST',
+        ':path': '/openai/v1/chat/completions',
+        ...bearer(token),
+        'content-type': 'application/json',
+        'content-length': '100',
+      });
+      stream.on('error', () => undefined);
+      const started = Date.now();
+      const answer = await new Promise<{ status: number; body: string }>((resolve) => {
+        let status = 0;
+        let body = '';
+        stream.on('response', (headers) => (status = Number(headers[':status'])));
+        stream.on('data', (d: Buffer) => (body += d.toString()));
+        stream.on('close', () => resolve({ status, body }));
+      });
+      expect(answer.status).toBe(408);
+      expect(JSON.parse(answer.body)).toMatchObject({ error: { code: 'request_timeout' } });
+      expect(Date.now() - started).toBeLessThan(REQUEST_MS + 5000);
+      // A request that sends its body in time is not touched.
+      expect((await h2Request(session, { ':path': '/openai/v1/models', ...bearer(token) })).status).toBe(200);
     } finally {
       await h2Close(session);
     }

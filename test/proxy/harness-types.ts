@@ -117,6 +117,8 @@ export interface HarnessOptions {
   readonly http2?: boolean;
   /** The proxy listener's idle timeout for HTTP/2 sessions (default the server's 65 s). */
   readonly idleTimeoutMs?: number;
+  /** The time a whole HTTP/2 request gets (default the server's 10 min). */
+  readonly requestTimeoutMs?: number;
   /** The proxy listener's TLS handshake limit (default the server's 20 s). */
   readonly handshakeTimeoutMs?: number;
 }

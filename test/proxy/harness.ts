@@ -116,6 +116,7 @@ export async function startProxyHarness(
       http2: options.http2,
       idleTimeoutMs: options.idleTimeoutMs,
       handshakeTimeoutMs: options.handshakeTimeoutMs,
+      requestTimeoutMs: options.requestTimeoutMs,
     },
   );
   proxyRef.current = proxy;
