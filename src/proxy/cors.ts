@@ -42,6 +42,7 @@ export const EXPOSE_HEADERS = [
   'RateLimit-Remaining',
   'RateLimit-Reset',
   'Retry-After',
+  'x-should-retry',
   'x-tokenproxy-request-id',
   'x-request-id',
   'request-id',

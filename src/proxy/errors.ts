@@ -126,6 +126,30 @@ function prepare(code: ProxyErrorCode, message: string): PreparedError {
   };
 }
 
+/**
+ * Refusals a retry of the same request cannot turn around, marked `x-should-retry: false`, which the
+ * OpenAI and Anthropic SDKs obey over their own rules. Without it they retried a 429 `ip_backoff`
+ * after its Retry-After, and each retry was one more unauthorized attempt, deepening the backoff (and
+ * hiding the refusal's reason behind 2, 8 and 32 s of waiting); `quota_exceeded` and
+ * `budget_exceeded` reset in hours or never. `rate_limited` and tokenproxy's own 5xx stay retryable.
+ */
+const NOT_RETRIED: ReadonlySet<ProxyErrorCode> = new Set<ProxyErrorCode>([
+  'missing_token',
+  'invalid_token',
+  'token_revoked',
+  'token_expired',
+  'provider_mismatch',
+  'origin_not_allowed',
+  'ip_not_allowed',
+  'ip_backoff',
+  'quota_exceeded',
+  'budget_exceeded',
+  'route_not_found',
+  'invalid_path',
+  'method_not_allowed',
+  'headers_too_large',
+]);
+
 const PREPARED = new Map<ProxyErrorCode, PreparedError>();
 for (const code of Object.keys(PROXY_ERROR_MESSAGES) as ProxyErrorCode[]) {
   PREPARED.set(code, prepare(code, PROXY_ERROR_MESSAGES[code]));
@@ -180,6 +204,7 @@ export function writeProxyError(
       EXPOSE_HEADERS,
     );
   }
+  if (NOT_RETRIED.has(code)) headers.push('x-should-retry', 'false');
   if (extra !== undefined && extra !== null) for (const item of extra) headers.push(item);
   sendHead(res, prepared.status, headers);
   res.end(body);

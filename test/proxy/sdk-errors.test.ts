@@ -67,3 +67,35 @@ for (const fixture of databases) {
     });
   });
 }
+
+describe('refusals a retry cannot fix: the SDKs do not retry them', () => {
+  const sqlite = databases.find((d) => d.name === 'sqlite');
+  let h: ProxyHarness;
+  beforeAll(async () => {
+    h = await startProxyHarness(sqlite as (typeof databases)[number], { limits: {} });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('openai with retries on: an IP in backoff gets its 429 at once, one request per call', async () => {
+    const { token, tokenId } = await h.createToken({ provider: 'openai' });
+    const client = openaiClient({
+      baseURL: `${h.url}/openai/v1`,
+      apiKey: token,
+      ca: h.ca,
+      headers: { Origin: 'https://evil.example' },
+      maxRetries: 2,
+    });
+    const first = await thrown(() => client.models.list());
+    expect((first as InstanceType<typeof OpenAI.APIError>).status).toBe(403);
+    const started = Date.now();
+    const second = await thrown(() => client.models.list());
+    expect(second).toBeInstanceOf(OpenAI.RateLimitError);
+    expect((second as InstanceType<typeof OpenAI.RateLimitError>).code).toBe('ip_backoff');
+    // Retried, it would have waited out Retry-After (1-2 s) twice, each retry deepening the backoff.
+    expect(Date.now() - started).toBeLessThan(900);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(h.records.filter((r) => r.tokenId === tokenId)).toHaveLength(2);
+  });
+});
