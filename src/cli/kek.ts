@@ -110,11 +110,14 @@ async function migrateCommand(opts: Record<string, unknown>, hooks: KekCommandHo
   const config = hooks.configFrom({ ...opts, kek: 'pkcs11' });
   const batchSize = batchSizeOf(opts, hooks);
   if (batchSize === undefined) return 2;
-  const [{ openStore }, { openMigration }, { migrateEnvelopes }] = await Promise.all([
+  const [{ openStore }, { openMigration }, { migrateEnvelopes }, { refuseBeforeStore }] = await Promise.all([
     import('../store/open.js'),
     import('../vault/open-kek.js'),
     import('../vault/kek-migrate.js'),
+    import('../vault/rotate-preflight.js'),
   ]);
+  // Before the store is opened: opening would create one on a mistyped --data-dir.
+  await refuseBeforeStore(config, hooks.env, 'kek migrate');
   const store = await openStore({ database: config.database, dataDir: config.dataDir });
   try {
     const { from, to } = await openMigration(config, hooks.env, store);

@@ -110,11 +110,14 @@ async function acquirePostgresServeLock(url: string, now: Date, member: boolean)
 }
 
 /**
- * Runs `create` (the first account's creation) in one process at a time, so processes starting
- * together on an empty store create one `default` account between them: the second one in sees the
- * first one's account and creates nothing.
+ * Runs `create` (the first account's creation, a new store's HSM key) in one process at a time, so
+ * processes starting together on an empty store create one `default` account (and one KEK) between
+ * them: the second one in sees the first one's and creates nothing.
  */
-export async function withBootstrapLock<T>(config: LockConfig, create: () => Promise<T>): Promise<T> {
+export async function withBootstrapLock<T>(
+  config: Pick<Config, 'database' | 'dataDir'>,
+  create: () => Promise<T>,
+): Promise<T> {
   if (config.database !== undefined) {
     const client = await connect(config.database, 'tokenproxy bootstrap');
     try {

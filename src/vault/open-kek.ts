@@ -12,6 +12,7 @@ import { openPkcs11Kek, type Pkcs11Kek } from './pkcs11-kek.js';
 import { createKeyring, type KekLoader, type Keyring } from './keyring.js';
 import { localVersions, pkcs11Versions, type KekVersionStore } from './kek-versions.js';
 import { createEnvelopeVault } from './vault.js';
+import { withBootstrapLock } from '../cluster/serve-lock.js';
 
 /**
  * The one way every command gets its vault (serve, `accounts create`, `kek …`): load the
@@ -20,7 +21,7 @@ import { createEnvelopeVault } from './vault.js';
  * naming the setting when the KEK is not this store's.
  */
 export async function openKek(
-  config: Pick<Config, 'kek' | 'dataDir' | 'pkcs11'>,
+  config: Pick<Config, 'kek' | 'dataDir' | 'pkcs11' | 'database'>,
   env: Readonly<Record<string, string | undefined>>,
   store: Store,
   logger?: Logger,
@@ -35,7 +36,7 @@ export interface OpenedKek {
 }
 
 export async function openKekVersions(
-  config: Pick<Config, 'kek' | 'dataDir' | 'pkcs11'>,
+  config: Pick<Config, 'kek' | 'dataDir' | 'pkcs11' | 'database'>,
   env: Readonly<Record<string, string | undefined>>,
   store: Store,
   logger?: Logger,
@@ -63,25 +64,30 @@ export async function openMigration(
       'kek migrate --to pkcs11 needs pkcs11_module, pkcs11_token_label and pkcs11_pin.',
     );
   }
+  // The local key first, so a wrong one is refused before anything is created in the HSM. An earlier,
+  // interrupted run's HSM version may hold envelopes already. Without the pkcs11 settings: the HSM is
+  // opened here next, and one library per process.
+  const hsmVersions = (await store.keks.list()).filter((v) => v.provider === 'pkcs11');
+  const { handle, opened } = await openLocal(
+    { dataDir: config.dataDir, pkcs11: undefined },
+    env,
+    store,
+    logger,
+    hsmVersions.map((v) => v.id),
+  );
+  await opened.keyring.close();
+  // The keyring's KEK of the version carries the MAC keys it inherited, which the HSM's inherits in turn.
+  const from = { ...handle, kek: opened.keyring.kekFor(handle.vault.kekId) ?? handle.kek };
   const kek = await openPkcs11Kek({ ...settings, create: true });
   const vault = createEnvelopeVault(kek);
   const label = `${settings.keyLabel} on token ${settings.tokenLabel}`;
   try {
-    const recorded = (await store.keks.list()).find((v) => v.id === vault.kekId);
+    const recorded = hsmVersions.find((v) => v.id === vault.kekId);
+    if (recorded === undefined && !kek.created && kek.madeByTokenproxy)
+      throw foreignHsmKey(settings, 'this store');
     if (recorded !== undefined && !(await opensCanary(vault, recorded))) {
       throw new KekError('pkcs11_key_label', `the HSM key "${label}" does not open its record in the store.`);
     }
-    // Without the pkcs11 settings: this process holds the HSM already, and one library per process.
-    const { handle, opened } = await openLocal(
-      { dataDir: config.dataDir, pkcs11: undefined },
-      env,
-      store,
-      logger,
-      [vault.kekId],
-    );
-    await opened.keyring.close();
-    // The keyring's KEK of the version carries the MAC keys it inherited, which the HSM's inherits in turn.
-    const from = { ...handle, kek: opened.keyring.kekFor(handle.vault.kekId) ?? handle.kek };
     return { from, to: { kek, vault, provider: 'pkcs11', label } };
   } catch (err) {
     await vault.close();
@@ -150,16 +156,30 @@ async function openLocal(
 }
 
 async function openPkcs11(
-  config: Pick<Config, 'pkcs11'>,
+  config: Pick<Config, 'pkcs11' | 'dataDir' | 'database'>,
   store: Store,
   logger: Logger | undefined,
 ): Promise<OpenedKek> {
   const settings = config.pkcs11;
   if (settings === undefined)
     throw new KekError('kek', 'Setting "kek" is "pkcs11" but no pkcs11 settings were given.');
+  const isFresh = async () =>
+    (await store.keks.list()).length === 0 && (await store.keks.envelopeCounts()).size === 0;
+  // A store with a KEK recorded opens it; a new one creates its own, under the lock that makes
+  // processes starting together on it agree: the first creates the key and records it, the others
+  // then find it recorded.
+  if (!(await isFresh())) return openPkcs11Keyring(settings, store, logger, false);
+  return withBootstrapLock(config, async () => openPkcs11Keyring(settings, store, logger, await isFresh()));
+}
+
+async function openPkcs11Keyring(
+  settings: NonNullable<Config['pkcs11']>,
+  store: Store,
+  logger: Logger | undefined,
+  fresh: boolean,
+): Promise<OpenedKek> {
   // A KEK is created in the HSM only for a store that has none yet: a wrong label on a store in use
   // must be refused, not answered with a fresh, empty key.
-  const fresh = (await store.keks.list()).length === 0 && (await store.keks.envelopeCounts()).size === 0;
   const kek = await openPkcs11Kek({
     module: settings.module,
     tokenLabel: settings.tokenLabel,
@@ -167,6 +187,10 @@ async function openPkcs11(
     keyLabel: settings.keyLabel,
     create: fresh,
   });
+  if (fresh && !kek.created && kek.madeByTokenproxy) {
+    await kek.close();
+    throw foreignHsmKey(settings, 'this new store');
+  }
   const vault = createEnvelopeVault(kek);
   const label = `${settings.keyLabel} on token ${settings.tokenLabel}`;
   const versions = pkcs11Versions(kek, label);
@@ -204,6 +228,23 @@ async function openPkcs11(
  * The HSM of a local store's pkcs11 settings, opened only when the store names a version the data
  * dir does not have: the version a `kek migrate --to pkcs11` beside a running server makes.
  */
+/**
+ * A store never takes over an HSM key another tokenproxy store created: a `kek rotate` of either
+ * would destroy it under the other, whose provider keys would then be lost. (A key the HSM's own
+ * tools made, unmarked, is taken over: that is how an operator provides one.)
+ */
+function foreignHsmKey(settings: NonNullable<Config['pkcs11']>, whose: string): KekError {
+  return new KekError(
+    'pkcs11_key_label',
+    `Setting "pkcs11_key_label": the token "${settings.tokenLabel}" already holds a key labelled ` +
+      `"${settings.keyLabel}" (or "${settings.keyLabel}.next") that another tokenproxy store created, not ${whose}: ` +
+      `that store uses it, or one that is gone. Each store needs a key of its own (a rotation of one would destroy the ` +
+      `other's): give this store another pkcs11_key_label (TOKENPROXY_PKCS11_KEY_LABEL), or delete that ` +
+      `key from the token if no store uses it (an earlier \`kek migrate\` that stopped before recording ` +
+      `its key left one that holds nothing yet). Nothing was written.`,
+  );
+}
+
 function lazyHsm(settings: NonNullable<Config['pkcs11']>): KekLoader & { close(): Promise<void> } {
   let opening: Promise<Pkcs11Kek> | undefined;
   return {

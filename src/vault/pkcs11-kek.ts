@@ -4,6 +4,7 @@ import {
   asBuffer,
   movable,
   pkcs11Fingerprint,
+  TOKENPROXY_CKA_ID_PREFIX,
   type FromHsm,
   type HsmOp,
   type HsmReady,
@@ -35,6 +36,11 @@ export interface Pkcs11Options {
 export interface Pkcs11Kek extends KeyEncryptionKey {
   /** True when the KEK object was created by this start. */
   readonly created: boolean;
+  /**
+   * True when a tokenproxy store created the KEK object (its CKA_ID says so), false for a key made
+   * by the HSM's own tools (or by a tokenproxy before keys were marked).
+   */
+  readonly madeByTokenproxy: boolean;
   /** Resolves true when the HSM answers a round trip now (for /readyz). */
   healthy(): Promise<boolean>;
   /** Stops the HSM thread: every version's KEK of this module goes with it. */
@@ -172,6 +178,9 @@ export async function openPkcs11Kek(options: Pkcs11Options): Promise<Pkcs11Kek> 
   return {
     ...version(ready.keyObjectId),
     created: ready.created,
+    madeByTokenproxy: Buffer.from(ready.keyObjectId)
+      .subarray(0, TOKENPROXY_CKA_ID_PREFIX.length)
+      .equals(TOKENPROXY_CKA_ID_PREFIX),
     async close() {
       await worker.terminate();
     },

@@ -5,7 +5,12 @@
 import { randomBytes } from 'node:crypto';
 import pkcs11js from 'pkcs11js';
 import { SettingError } from './pkcs11-errors.js';
-import { nextKeyLabel, pkcs11Fingerprint, type Pkcs11ThreadData } from './pkcs11-protocol.js';
+import {
+  nextKeyLabel,
+  pkcs11Fingerprint,
+  TOKENPROXY_CKA_ID_PREFIX,
+  type Pkcs11ThreadData,
+} from './pkcs11-protocol.js';
 import { pause } from './pkcs11-session.js';
 
 /** A KEK looked up by CKA_ID is searched for this many times, this far apart, before it is called gone. */
@@ -72,8 +77,9 @@ export function createHsmKeys(lib: pkcs11js.PKCS11, data: Pkcs11ThreadData): Hsm
       { type: pkcs11js.CKA_MODIFIABLE, value: true },
       { type: pkcs11js.CKA_LABEL, value: label },
       // A random id tells this key apart from a same-labelled key on another token: it is what the
-      // KEK id (the envelope fingerprint) is made of.
-      { type: pkcs11js.CKA_ID, value: randomBytes(16) },
+      // KEK id (the envelope fingerprint) is made of. Its prefix marks it as made by a tokenproxy
+      // store, which a new store must not take over (a key made by the HSM's own tools it may).
+      { type: pkcs11js.CKA_ID, value: Buffer.concat([TOKENPROXY_CKA_ID_PREFIX, randomBytes(16)]) },
     ]);
   }
 

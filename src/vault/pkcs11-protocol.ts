@@ -69,6 +69,9 @@ export type FromHsm =
       readonly message: string;
     };
 
+/** The start of the `CKA_ID` of every key a tokenproxy store creates in an HSM. */
+export const TOKENPROXY_CKA_ID_PREFIX = Buffer.from('tokenproxy:', 'ascii');
+
 /** The answer to the thread's start (message id 0): the KEK object's CKA_ID, and whether it was created. */
 export interface HsmReady {
   readonly id: 0;

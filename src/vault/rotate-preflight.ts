@@ -15,17 +15,23 @@ import { openKekVersions } from './open-kek.js';
 export async function refuseBeforeStore(
   config: Pick<Config, 'kek' | 'dataDir' | 'database'>,
   env: Readonly<Record<string, string | undefined>>,
+  command: 'kek rotate' | 'kek migrate' = 'kek rotate',
 ): Promise<void> {
   if (config.database === undefined && !(await sqliteStoreIn(config.dataDir))) {
-    throw new KekError('data_dir', `kek rotate found ${noStoreIn(config.dataDir)}. Nothing was changed.`);
+    throw new KekError('data_dir', `${command} found ${noStoreIn(config.dataDir)}. Nothing was changed.`);
   }
-  if (config.kek !== 'local' || env[MASTER_KEY_ENV] !== undefined) return;
+  // The master key is what rotate replaces, and what migrate moves the store away from.
+  const local = command === 'kek migrate' || config.kek === 'local';
+  if (!local || env[MASTER_KEY_ENV] !== undefined) return;
   const file = join(config.dataDir, MASTER_KEY_FILE);
   if (!(await pathExists(file))) {
+    const does =
+      command === 'kek rotate'
+        ? 'it rotates the master key of this data dir, and there is none to rotate'
+        : 'it moves this data dir from its master key to the HSM, and there is none to move from';
     throw new KekError(
       `master.key (${file})`,
-      `kek rotate found no ${file}: it rotates the master key of this data dir, and there is none to rotate. ` +
-        `Check --data-dir. Nothing was changed.`,
+      `${command} found no ${file}: ${does}. Check --data-dir (or give the key as ${MASTER_KEY_ENV}). Nothing was changed.`,
     );
   }
 }
@@ -37,7 +43,7 @@ export async function refuseBeforeStore(
  * KEK yet has nothing to prove it against.
  */
 export async function refuseEnvironmentKey(
-  config: Pick<Config, 'kek' | 'dataDir' | 'pkcs11'>,
+  config: Pick<Config, 'kek' | 'dataDir' | 'pkcs11' | 'database'>,
   env: Readonly<Record<string, string | undefined>>,
   store: Store,
 ): Promise<void> {

@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BIN, runCli } from '../support/cli.js';
-import { createSoftHsm, type SoftHsm } from './softhsm.js';
+import { pathExists } from '../../src/server/data-dir.js';
+import { createOperatorKey, createSoftHsm, secretKeysOn, type SoftHsm } from './softhsm.js';
 import { createToken, createWorld, startSession, TEST_DATABASE_URL, type KekWorld } from './support.js';
 
 /** Issue 16 item 3, `kek migrate --to pkcs11`: a local store moved into SoftHSM2, killed midway and resumed. */
@@ -47,6 +48,85 @@ for (const dialect of dialects) {
         world = undefined;
         hsm = undefined;
       });
+
+      it.skipIf(dialect.name !== 'sqlite')(
+        'refuses a mistyped data dir, a wrong master key (before touching the HSM) and an HSM key another store made',
+        async () => {
+          hsm = await createSoftHsm();
+          await hsm.initToken('tp-guard', PIN);
+          world = await createWorld(dialect.name);
+          const local = await startSession(world, { TOKENPROXY_MASTER_KEY: MASTER });
+          await createToken(local, 'sk-guarded-real-key');
+          expect(await local.stop()).toBe(0);
+          const env = { ...hsm.env('tp-guard', PIN), TOKENPROXY_MASTER_KEY: MASTER };
+          const migrate = (args: string[], withEnv: Record<string, string>) =>
+            runCli(['kek', 'migrate', '--to', 'pkcs11', ...args], withEnv);
+          const keys = () => secretKeysOn(hsm as SoftHsm, 'tp-guard', PIN);
+
+          const typo = `${world.dataDir}-typo`;
+          const mistyped = await migrate(
+            world.args.map((a) => (a === world?.dataDir ? typo : a)),
+            env,
+          );
+          expect(mistyped.code).toBe(2);
+          expect(mistyped.stderr).toContain('kek migrate found no tokenproxy store');
+          expect(await pathExists(typo)).toBe(false);
+
+          const wrongKey = await migrate(world.args, {
+            ...env,
+            TOKENPROXY_MASTER_KEY: Buffer.alloc(32, 0x11).toString('base64'),
+          });
+          expect(wrongKey.code).toBe(2);
+          expect(wrongKey.stderr).toContain('KEK mismatch');
+          expect(await keys()).toEqual([]);
+
+          // Another store on the same token and label made the key first.
+          const other = await createWorld(dialect.name);
+          try {
+            await (await startSession(other, hsm.env('tp-guard', PIN))).stop();
+            const theirs = await keys();
+            expect(theirs).toHaveLength(1);
+            const foreign = await migrate(world.args, env);
+            expect(foreign.code).toBe(2);
+            expect(foreign.stderr).toContain(
+              'the token "tp-guard" already holds a key labelled "tokenproxy-kek" (or "tokenproxy-kek.next") that another tokenproxy store created, not this store',
+            );
+            // A third, new store started on it is refused the same way: it would share the key.
+            const third = await createWorld(dialect.name);
+            try {
+              const fresh = await runCli(
+                ['serve', ...third.args, '--api-port', '0', '--proxy-port', '0'],
+                hsm.env('tp-guard', PIN),
+              );
+              expect(fresh.code).toBe(2);
+              expect(fresh.stderr).toContain('that another tokenproxy store created, not this new store');
+            } finally {
+              await third.cleanup();
+            }
+            expect(await keys()).toEqual(theirs);
+            // A key the HSM's own tools made (no tokenproxy mark) is how an operator provides one: a
+            // new store takes it.
+            await createOperatorKey(hsm, 'tp-guard', PIN, 'operator-kek');
+            const provided = await createWorld(dialect.name);
+            try {
+              const session = await startSession(provided, {
+                ...hsm.env('tp-guard', PIN),
+                TOKENPROXY_PKCS11_KEY_LABEL: 'operator-kek',
+              });
+              expect(await session.stop()).toBe(0);
+              expect((await keys()).map((k) => k.label).sort()).toEqual(['operator-kek', 'tokenproxy-kek']);
+            } finally {
+              await provided.cleanup();
+            }
+            // With a label of its own, the migration goes through.
+            const own = await migrate(world.args, { ...env, TOKENPROXY_PKCS11_KEY_LABEL: 'guarded-kek' });
+            expect(own.stderr).toBe('');
+            expect(own.code).toBe(0);
+          } finally {
+            await other.cleanup();
+          }
+        },
+      );
 
       it('moves every key into the HSM, resumes after kill -9, and the local KEK is refused afterwards', async () => {
         hsm = await createSoftHsm();

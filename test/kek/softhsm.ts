@@ -162,3 +162,45 @@ export async function churnToken(
   });
   return Number(stdout);
 }
+
+/**
+ * Creates an AES-256 key labelled `label` as an HSM's own tools would: usable for tokenproxy's
+ * operations, non-extractable, with a random CKA_ID that carries no tokenproxy mark.
+ */
+export async function createOperatorKey(
+  hsm: SoftHsm,
+  tokenLabel: string,
+  pin: string,
+  label: string,
+): Promise<void> {
+  const script = `
+    import pkcs11js from 'pkcs11js';
+    import crypto from 'node:crypto';
+    const lib = new pkcs11js.PKCS11();
+    lib.load(${JSON.stringify(SOFTHSM_MODULE)});
+    lib.C_Initialize();
+    const slot = lib.C_GetSlotList(true).find((s) => lib.C_GetTokenInfo(s).label.trim() === ${JSON.stringify(tokenLabel)});
+    const session = lib.C_OpenSession(slot, pkcs11js.CKF_SERIAL_SESSION | pkcs11js.CKF_RW_SESSION);
+    lib.C_Login(session, pkcs11js.CKU_USER, ${JSON.stringify(pin)});
+    lib.C_GenerateKey(session, { mechanism: pkcs11js.CKM_AES_KEY_GEN }, [
+      { type: pkcs11js.CKA_CLASS, value: pkcs11js.CKO_SECRET_KEY },
+      { type: pkcs11js.CKA_KEY_TYPE, value: pkcs11js.CKK_AES },
+      { type: pkcs11js.CKA_VALUE_LEN, value: 32 },
+      { type: pkcs11js.CKA_TOKEN, value: true },
+      { type: pkcs11js.CKA_PRIVATE, value: true },
+      { type: pkcs11js.CKA_SENSITIVE, value: true },
+      { type: pkcs11js.CKA_EXTRACTABLE, value: false },
+      { type: pkcs11js.CKA_ENCRYPT, value: true },
+      { type: pkcs11js.CKA_DECRYPT, value: true },
+      { type: pkcs11js.CKA_SIGN, value: true },
+      { type: pkcs11js.CKA_MODIFIABLE, value: true },
+      { type: pkcs11js.CKA_LABEL, value: ${JSON.stringify(label)} },
+      { type: pkcs11js.CKA_ID, value: crypto.randomBytes(16) },
+    ]);
+    lib.C_Finalize();
+  `;
+  await run(process.execPath, ['--input-type=module', '-e', script], {
+    env: { ...process.env, SOFTHSM2_CONF: hsm.conf },
+    cwd: fileURLToPath(new URL('../..', import.meta.url)),
+  });
+}
