@@ -16,9 +16,10 @@ import { createCountryResolver } from '../requestlog/country.js';
 import { startLogWorker } from '../requestlog/log-worker.js';
 import { createProxyServer } from '../proxy/server.js';
 import { logReduction, startIdleMemoryReducer } from './idle-memory.js';
-import { openStore } from '../store/open.js';
+import { openStoreWithoutMigrating } from '../store/open.js';
 import type { Store } from '../store/store.js';
 import { loadTlsMaterial } from '../tls/tls-material.js';
+import { KekError } from '../vault/kek-error.js';
 import { openKek } from '../vault/open-kek.js';
 import { octal, pathExists, prepareDataDir } from './data-dir.js';
 import { acquireServeLock, withBootstrapLock } from '../cluster/serve-lock.js';
@@ -125,14 +126,28 @@ async function startLocked(
     );
   }
 
-  const store = await openStore({
+  const store = await openStoreWithoutMigrating({
     database: config.database,
     dataDir: config.dataDir,
     warn: (message, err) => logger.warn({ err: errorSummary(err) }, message),
   });
   started.push(() => store.close());
+  const upgraded = await store.migrateToLatest();
+  if (upgraded.length > 0) logger.info({ migrations: upgraded }, 'store schema upgraded');
   // The KEK is proven against the store before anything else starts: a wrong one never writes.
-  const vault = await openKek(config, options.env, store, logger);
+  const vault = await openKek(config, options.env, store, logger).catch((err: unknown) => {
+    // The KEK is checked on the current schema, so an upgrade comes first: say so, rather than let
+    // "nothing was written" stand for a store an older tokenproxy no longer opens.
+    if (err instanceof KekError && upgraded.length > 0) {
+      throw new KekError(
+        err.setting,
+        `${err.message} (Before that, this start upgraded the store's schema with ${upgraded.length} migration(s), ` +
+          `${upgraded.at(-1) ?? ''} the last: a tokenproxy older than this one no longer opens it.)`,
+        { cause: err },
+      );
+    }
+    throw err;
+  });
   started.push(() => vault.close());
   const tls =
     tlsGiven ?? (config.insecureHttp ? undefined : await loadTlsMaterial({ dataDir: config.dataDir }));

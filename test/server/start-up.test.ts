@@ -3,6 +3,7 @@ import { chmod, mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, startServe, type RunResult } from '../support/cli.js';
 import { accountsIn } from '../support/files.js';
@@ -147,6 +148,29 @@ describe('one serve per SQLite data dir', { timeout: 120_000 }, () => {
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('KEK mismatch');
     expect(existsSync(path.join(dir, 'tls'))).toBe(false);
+  });
+
+  it('a KEK refused after the schema was upgraded says the upgrade happened (not "nothing was written" alone)', async () => {
+    const dir = dataDir('wrong-kek-older');
+    const right = { TOKENPROXY_MASTER_KEY: Buffer.alloc(32, 3).toString('base64') };
+    expect(await (await startServe(['--data-dir', dir], right)).stop()).toBe(0);
+    // The store as the previous release left it: its last migration undone.
+    const db = new Database(path.join(dir, 'tokenproxy.db'));
+    db.exec(
+      "ALTER TABLE dashboard_sessions DROP COLUMN api_key_id; DELETE FROM kysely_migration WHERE name = '0015_session_api_key'",
+    );
+    db.close();
+    const wrong = { TOKENPROXY_MASTER_KEY: Buffer.alloc(32, 4).toString('base64') };
+    const result = await runCli(['serve', '--data-dir', dir, '--api-port', '0', '--proxy-port', '0'], wrong);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('KEK mismatch');
+    expect(result.stderr).toContain(
+      "this start upgraded the store's schema with 1 migration(s), 0015_session_api_key the last: a tokenproxy older than this one no longer opens it",
+    );
+    // On an up-to-date store the same refusal says nothing of an upgrade.
+    const again = await runCli(['serve', '--data-dir', dir, '--api-port', '0', '--proxy-port', '0'], wrong);
+    expect(again.code).toBe(2);
+    expect(again.stderr).not.toContain('upgraded');
   });
 
   it('a start that fails on a data dir it made leaves no empty directory behind', async () => {

@@ -1,6 +1,8 @@
+import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { openStoreWithoutMigrating } from '../../src/store/open.js';
 import { databases } from '../support/databases.js';
+import { storeDb } from '../support/store-internals.js';
 
 for (const fixture of databases) {
   describe.skipIf(!fixture.available)(`store on ${fixture.name}`, () => {
@@ -31,6 +33,24 @@ for (const fixture of databases) {
         expect(await second.migrateToLatest()).toEqual([]);
         await second.ping();
         await second.close();
+      } finally {
+        await fresh.cleanup();
+      }
+    });
+
+    it('a store a newer tokenproxy upgraded is refused with what to do, not as "corrupted"', async () => {
+      const fresh = await fixture.create({ migrate: false });
+      try {
+        const store = await openStoreWithoutMigrating({ database: fresh.database, dataDir: fresh.dataDir });
+        await store.migrateToLatest();
+        // What a later release's first migration leaves in the table.
+        await sql`insert into kysely_migration (name, timestamp) values ('0099_from_the_future', '2030-01-01T00:00:00.000Z')`.execute(
+          storeDb(store),
+        );
+        await expect(store.migrateToLatest()).rejects.toThrow(
+          'the store was upgraded by a newer tokenproxy (its migration 0099_from_the_future is unknown to this version): run that version (or newer), or restore the backup made before the upgrade',
+        );
+        await store.close();
       } finally {
         await fresh.cleanup();
       }
