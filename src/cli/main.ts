@@ -6,6 +6,7 @@ import { registerAccountCommands } from './accounts.js';
 import { registerKekCommands } from './kek.js';
 import { VERSION } from '../version.js';
 import { workerSlot } from '../cluster/worker-env.js';
+import { noStoreIn, sqliteStoreIn } from '../server/data-dir.js';
 
 type Out = (line: string) => void;
 
@@ -200,6 +201,12 @@ async function serve(opts: Record<string, unknown>, io: CliIo): Promise<number> 
 
 async function migrate(opts: Record<string, unknown>, io: CliIo): Promise<number> {
   const config = configFrom(opts, io);
+  // A SQLite store is made by `serve` (or `accounts create`); here a mistyped --data-dir would make
+  // an empty one and report it "migrated". A PostgreSQL database may be prepared before the first start.
+  if (config.database === undefined && !(await sqliteStoreIn(config.dataDir))) {
+    io.stderr(`tokenproxy: migrate found ${noStoreIn(config.dataDir)}. Nothing was created.`);
+    return 2;
+  }
   const { openStoreWithoutMigrating } = await import('../store/open.js');
   const store = await openStoreWithoutMigrating({ database: config.database, dataDir: config.dataDir });
   try {

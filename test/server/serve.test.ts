@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { chmod, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { connect } from 'node:tls';
 import os, { availableParallelism } from 'node:os';
@@ -142,6 +143,14 @@ describe('tokenproxy serve (the real binary, embedded defaults)', () => {
     const res = await runCli(['migrate', '--data-dir', dataDir]);
     expect(res.code).toBe(0);
     expect(res.stdout).toContain('up to date');
+  });
+
+  it('`migrate` on a data dir without a store says so and creates none', async () => {
+    const typo = `${dataDir}-typo`;
+    const res = await runCli(['migrate', '--data-dir', typo]);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain(`migrate found no tokenproxy store in ${typo}`);
+    expect(existsSync(typo)).toBe(false);
   });
 });
 
