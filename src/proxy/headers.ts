@@ -102,11 +102,16 @@ function connectionNamed(value: string): Set<string> | undefined {
 
 /**
  * Response headers not passed back: hop-by-hop ones, `content-length` (redaction may change the body
- * length, so bodies are re-framed by our listener) and the provider's CORS headers (ours replace them).
+ * length, so bodies are re-framed by our listener), the provider's CORS headers (ours replace them),
+ * and what would act on the proxy's own origin in a browser: the provider's HSTS policy
+ * (`includeSubDomains; preload` for api.openai.com) and its alternative services (`alt-svc: h3=…`
+ * would send browsers to QUIC on the proxy's host). The operator sets those for their own host.
  */
 const DROP_RESPONSE = new Set<string>([
   ...HOP_BY_HOP,
   'content-length',
+  'strict-transport-security',
+  'alt-svc',
   'access-control-allow-origin',
   'access-control-allow-credentials',
   'access-control-expose-headers',
@@ -151,10 +156,14 @@ export function relayedHeaders(
 ): string[] {
   const out: string[] = [];
   let vary = false;
+  // Names the provider's own `Connection` lists are hop-by-hop for its answer (rare: usually absent).
+  const connection = upstream.connection;
+  const named = typeof connection === 'string' ? connectionNamed(connection) : undefined;
   for (const name in upstream) {
     const value = upstream[name];
     if (value === undefined) continue;
     if (dropResponseHeader(name, hasBody)) continue;
+    if (named?.has(name)) continue;
     if (decoded && name === 'content-encoding') continue;
     if (typeof value === 'string') {
       if (name === 'vary' && origin !== undefined) {

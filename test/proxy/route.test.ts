@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { tokenFrom, upstreamHeaders } from '../../src/proxy/headers.js';
+import { relayedHeaders, tokenFrom, upstreamHeaders } from '../../src/proxy/headers.js';
 import { parseTarget, upstreamPath } from '../../src/proxy/route.js';
 
 describe('parseTarget', () => {
@@ -146,6 +146,40 @@ describe('upstreamHeaders', () => {
       'REAL',
       'accept-encoding',
       'identity',
+    ]);
+  });
+});
+
+describe('relayedHeaders', () => {
+  const secrets = { shortest: 1000, texts: [] };
+  it("drops the provider's hop-by-hop, Connection-named, HSTS and alt-svc headers; keeps the rest", () => {
+    const out = relayedHeaders(
+      {
+        connection: 'x-hop, close',
+        'x-hop': '1',
+        'keep-alive': 'timeout=5',
+        'strict-transport-security': 'max-age=31536000; includeSubDomains; preload',
+        'alt-svc': 'h3=":443"; ma=86400',
+        'content-length': '12',
+        'content-type': 'application/json',
+        'openai-processing-ms': '12',
+        'x-request-id': 'req_provider',
+      },
+      true,
+      secrets,
+      undefined,
+      'req_ours',
+      null,
+    );
+    expect(out).toEqual([
+      'content-type',
+      'application/json',
+      'openai-processing-ms',
+      '12',
+      'x-request-id',
+      'req_provider',
+      'x-tokenproxy-request-id',
+      'req_ours',
     ]);
   });
 });
