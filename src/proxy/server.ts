@@ -1,6 +1,5 @@
 import {
   createServer as createHttpServer,
-  type Server as HttpServer,
   type IncomingMessage,
   type ServerOptions,
   type ServerResponse,
@@ -69,6 +68,11 @@ const HTTP_OPTIONS: ServerOptions = {
   requestTimeout: 10 * 60_000,
   // Longer than the 60 s idle timeout of common load balancers, so they never reuse a closing socket.
   keepAliveTimeout: IDLE_TIMEOUT_MS,
+  // The timeouts above are checked this often (Node's default, 30 s, let a slow head hold on 50 s).
+  connectionsCheckingInterval: 5000,
+  // The proxy routes by path and never reads Host: a request without one is served (and refused in
+  // the proxy's own shape when it must be), not answered with Node's bare 400.
+  requireHostHeader: false,
   noDelay: true,
 };
 
@@ -96,8 +100,9 @@ const H2_OPTIONS: SecureServerOptions = {
     maxHeaderListSize: 4 * MAX_HEADER_BYTES,
     enablePush: false,
   },
-  // Past the reset burst nghttp2 stops handing the session's new streams to us; streams refused for
-  // exceeding maxConcurrentStreams, past 100, end the session.
+  // Past the reset burst nghttp2 stops handing the session's new streams to us. A client that opens
+  // more than maxConcurrentStreams gets REFUSED_STREAM for the extra ones (the session goes on);
+  // maxSessionRejectedStreams counts streams Node itself rejects, not those.
   streamResetBurst: H2_RESET_BURST,
   streamResetRate: H2_RESET_RATE,
   maxSessionRejectedStreams: 100,
@@ -172,11 +177,18 @@ export function createProxyServer(deps: ProxyDeps, options: ProxyServerOptions =
     // With allowHTTP1, Node runs HTTP/1.1 sockets with the instance's own timeouts, which Node 22
     // does not take from the options (headers 60 s, request 300 s, no keep-alive limit at all).
     // Node's http2 types do not list them; its HTTP/1.1 code reads them off the server instance.
-    const http1 = h2 as Http2SecureServer &
-      Pick<HttpServer, 'headersTimeout' | 'requestTimeout' | 'keepAliveTimeout'>;
+    const http1 = h2 as Http2SecureServer & {
+      headersTimeout: number;
+      requestTimeout: number;
+      keepAliveTimeout: number;
+      requireHostHeader: boolean;
+      connectionsCheckingInterval: number;
+    };
     http1.headersTimeout = HTTP_OPTIONS.headersTimeout ?? 20_000;
     http1.requestTimeout = HTTP_OPTIONS.requestTimeout ?? 600_000;
     http1.keepAliveTimeout = idleMs;
+    http1.requireHostHeader = HTTP_OPTIONS.requireHostHeader ?? false;
+    http1.connectionsCheckingInterval = HTTP_OPTIONS.connectionsCheckingInterval ?? 5000;
     h2.on('timeout', (peer: ServerHttp2Session | TLSSocket) => {
       // Node reports HTTP/1.1 sockets here too (the keep-alive limit and this idle time), and a
       // listener means it leaves them to us: one idle between requests is closed; one whose answer

@@ -72,6 +72,13 @@ describe('requests the HTTP/1.1 parser refuses, on the proxy listener', () => {
     expect(logged[0]).not.toContain('aaaaaaaa');
   });
 
+  it('a request without Host reaches the proxy (which ignores Host) and is refused in its shape', async () => {
+    const answer = await raw('GET /openai/v1/models HTTP/1.1\r\nConnection: close\r\n\r\n');
+    const [head = '', body = ''] = answer.split('\r\n\r\n');
+    expect(head.split('\r\n')[0]).toMatch(/^HTTP\/1\.1 401 /);
+    expect(JSON.parse(body)).toMatchObject({ error: { code: 'missing_token' } });
+  });
+
   it('a body that breaks its framing after the head was answered: the connection is closed, the answer left whole', async () => {
     const answer = await raw(
       'POST /openai/v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\n',
