@@ -116,6 +116,10 @@ function withSettings(cmd: Command, only?: readonly string[], hideOthers = false
       spec.default === undefined || spec.secret === true ? '' : `default: ${String(spec.default)}; `;
     const option = new Option(flag, `${spec.description} (${shown}env ${envName(spec.name)})`);
     cmd.addOption(listed ? option : option.hideHelp());
+    // A switch turned on by the environment or the config file can be turned off for one run, as
+    // "flag over environment over file" promises (unlisted in --help: the README names the form).
+    if (spec.kind.type === 'boolean')
+      cmd.addOption(new Option(`--no-${flagName(spec.name).slice(2)}`, `turns ${spec.name} off`).hideHelp());
   }
   return cmd;
 }

@@ -145,6 +145,20 @@ describe('tokenproxy serve (the real binary, embedded defaults)', () => {
     expect(res.stdout).toContain('up to date');
   });
 
+  it('--no-insecure-http turns off a switch the environment turned on (flag over environment)', async () => {
+    const dir = `${dataDir}-no-flag`;
+    const server = await startServe(['--data-dir', dir, '--no-insecure-http'], {
+      TOKENPROXY_INSECURE_HTTP: 'true',
+    });
+    try {
+      expect(server.apiUrl).toMatch(/^https:/);
+      expect(server.stdout()).not.toContain('insecure_http is on');
+    } finally {
+      await server.stop();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it('`migrate` on a data dir without a store says so and creates none', async () => {
     const typo = `${dataDir}-typo`;
     const res = await runCli(['migrate', '--data-dir', typo]);
