@@ -82,7 +82,7 @@ export async function verifyKek(
     const live = versions.filter((v) => v.retiredAt === null).map((v) => v.id);
     const foreign = [...counts.keys()].filter((id) => id !== vault.kekId && !options.alsoHeld?.includes(id));
     if (live.length > 0 || foreign.length > 0) {
-      throw mismatch(vault, source, [...new Set([...live, ...foreign])]);
+      throw mismatch(vault, source, [...new Set([...live, ...foreign])], versions);
     }
     // A store with no KEK recorded: new, or made before versions were recorded. Its envelopes (if
     // any) all carry this KEK's id; one must open before the KEK is taken as the store's.
@@ -116,11 +116,18 @@ async function checkRecorded(
 ): Promise<void> {
   const alsoHeld = options.alsoHeld ?? [];
   if (mine.retiredAt !== null && options.allowRetired !== true) {
-    const current = versions.filter((v) => v.retiredAt === null).map((v) => v.id);
+    const live = versions.filter((v) => v.retiredAt === null);
+    const current = live.map((v) => v.id);
+    // A master key retired by `kek migrate` is the right key of a store that moved: the fix is the
+    // setting, not a backup.
+    const migrated = mine.provider === 'local' && live.some((v) => v.provider === 'pkcs11');
     throw new KekError(
       source.setting,
-      `${source.setting} holds KEK ${vault.kekId}, which \`tokenproxy kek rotate\` retired at ${mine.retiredAt}; ` +
-        `the store is now under KEK ${current.join(', ') || '(none)'}. ${source.fix} Nothing was written.`,
+      migrated
+        ? `${source.setting} holds KEK ${vault.kekId}, which \`tokenproxy kek migrate\` retired at ${mine.retiredAt} when it ` +
+            `moved the store to the HSM KEK ${current.join(', ')}. ${TO_HSM} Nothing was written.`
+        : `${source.setting} holds KEK ${vault.kekId}, which \`tokenproxy kek rotate\` retired at ${mine.retiredAt}; ` +
+            `the store is now under KEK ${current.join(', ') || '(none)'}. ${source.fix} Nothing was written.`,
     );
   }
   if (!(await opensCanary(vault, mine))) {
@@ -131,8 +138,13 @@ async function checkRecorded(
     );
   }
   const foreign = [...counts.keys()].filter((id) => id !== vault.kekId && !alsoHeld.includes(id));
-  if (foreign.length > 0) throw mismatch(vault, source, foreign);
+  if (foreign.length > 0) throw mismatch(vault, source, foreign, versions);
 }
+
+/** What a local start on a store (partly) under an HSM KEK needs: the pkcs11 settings, not a backup. */
+const TO_HSM =
+  'Start with kek "pkcs11" and the pkcs11_* settings (module, token label, PIN, key label); while a ' +
+  '`kek migrate` is still moving keys, kek "local" with the pkcs11_* settings serves both.';
 
 async function proveOnSample(store: Store, vault: Vault, source: KekSource): Promise<void> {
   const sample = await store.keks.sampleEnvelope(vault.kekId);
@@ -150,10 +162,17 @@ async function proveOnSample(store: Store, vault: Vault, source: KekSource): Pro
   }
 }
 
-function mismatch(vault: Vault, source: KekSource, storeKeks: readonly string[]): KekError {
+function mismatch(
+  vault: Vault,
+  source: KekSource,
+  storeKeks: readonly string[],
+  versions: readonly KekVersion[],
+): KekError {
+  const underHsm =
+    source.provider === 'local' && versions.some((v) => storeKeks.includes(v.id) && v.provider === 'pkcs11');
   return new KekError(
     source.setting,
     `KEK mismatch: ${source.setting} holds KEK ${vault.kekId}, but this store's data keys are wrapped under ` +
-      `KEK ${storeKeks.join(', ')}. ${source.fix} Nothing was written.`,
+      `${underHsm ? 'the HSM ' : ''}KEK ${storeKeks.join(', ')}. ${underHsm ? TO_HSM : source.fix} Nothing was written.`,
   );
 }

@@ -169,6 +169,10 @@ for (const dialect of dialects) {
         });
         expect(refused.code).toBe(2);
         expect(refused.stderr).toContain('retired');
+        // The key is right and the store moved: the advice is the setting, not a backup.
+        expect(refused.stderr).toContain('`tokenproxy kek migrate` retired');
+        expect(refused.stderr).toContain('Start with kek "pkcs11" and the pkcs11_* settings');
+        expect(refused.stderr).not.toContain('backup');
 
         const session = await startSession(world, hsm.env('tp-migrate', PIN), local.apiKey);
         try {
