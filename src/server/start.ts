@@ -20,6 +20,7 @@ import { openStoreWithoutMigrating } from '../store/open.js';
 import type { Store } from '../store/store.js';
 import { loadTlsMaterial } from '../tls/tls-material.js';
 import { KekError } from '../vault/kek-error.js';
+import { checkMasterKeyForm, MASTER_KEY_ENV } from '../vault/local-kek.js';
 import { openKek } from '../vault/open-kek.js';
 import { octal, pathExists, prepareDataDir } from './data-dir.js';
 import { acquireServeLock, withBootstrapLock } from '../cluster/serve-lock.js';
@@ -126,6 +127,10 @@ async function startLocked(
     );
   }
 
+  // Settings read from files or the environment are refused before the store is opened (a new data
+  // dir's store would be left behind): a GeoIP database that does not open, a master key that is not one.
+  const countryOf = await createCountryResolver(config);
+  if (config.kek === 'local') checkMasterKeyForm(options.env[MASTER_KEY_ENV]);
   const store = await openStoreWithoutMigrating({
     database: config.database,
     dataDir: config.dataDir,
@@ -206,7 +211,6 @@ async function startLocked(
   });
   started.push(() => limits.close());
   cluster.onCountersSwitched(() => limits.proxy.forgetAccounts());
-  const countryOf = await createCountryResolver(config);
 
   // The proxy binds first: with port 0 its real port is needed for `proxy_base_url`.
   const proxy = createProxyServer(

@@ -57,12 +57,25 @@ export interface LoadLocalKekOptions {
   readonly envValue?: string | undefined;
 }
 
+/**
+ * Refuses a `TOKENPROXY_MASTER_KEY` that is not a key at all, before a start opens (and creates) the
+ * store; whether it is this store's key is checked once the store is open.
+ */
+export function checkMasterKeyForm(envValue: string | undefined): void {
+  if (envValue === undefined) return;
+  const key = decodeKey(envValue);
+  if (key === undefined) throw invalidEnvKey();
+  key.fill(0);
+}
+
+function invalidEnvKey(): LocalKekError {
+  return new LocalKekError(`${MASTER_KEY_ENV} is not valid: it must be ${ACCEPTED}, ${HOW_TO_MAKE}`);
+}
+
 export async function loadLocalKek(options: LoadLocalKekOptions): Promise<Buffer> {
   if (options.envValue !== undefined) {
     const key = decodeKey(options.envValue);
-    if (key === undefined) {
-      throw new LocalKekError(`${MASTER_KEY_ENV} is not valid: it must be ${ACCEPTED}, ${HOW_TO_MAKE}`);
-    }
+    if (key === undefined) throw invalidEnvKey();
     return key;
   }
 

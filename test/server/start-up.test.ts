@@ -193,6 +193,30 @@ describe('one serve per SQLite data dir', { timeout: 120_000 }, () => {
     expect(existsSync(dir)).toBe(false);
   });
 
+  it.each([
+    [
+      'a geoip_db that does not open',
+      (): string[] => ['--geoip-db', path.join(root, 'no-such.mmdb')],
+      {},
+      'geoip_db',
+    ],
+    [
+      'a TOKENPROXY_MASTER_KEY that is not a key',
+      (): string[] => [],
+      { TOKENPROXY_MASTER_KEY: 'not-a-key' },
+      'TOKENPROXY_MASTER_KEY',
+    ],
+  ])('%s: exit 2 before the store is made, nothing left behind', async (_name, args, env, setting) => {
+    const dir = dataDir(`early-${setting}`);
+    const result = await runCli(
+      ['serve', '--data-dir', dir, '--api-port', '0', '--proxy-port', '0', ...args()],
+      env,
+    );
+    expect(result.code, result.stderr).toBe(2);
+    expect(result.stderr).toContain(setting);
+    expect(existsSync(dir)).toBe(false);
+  });
+
   it('`accounts list` on a data dir with no store says so, and creates none', async () => {
     const dir = dataDir('mistyped');
     const result = await runCli(['accounts', 'list', '--data-dir', dir]);
