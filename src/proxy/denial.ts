@@ -36,8 +36,9 @@ function denied(ex: Exchange, code: DeniedCode, retryAfter: number): void {
   if (ex.clientGone) return;
   if (retryAfter > 0) {
     ex.refuse('ip_backoff', ['Retry-After', String(retryAfter)]);
-    // Logged in the anomaly log when a token is known; coalesced into the breach alerts' counts.
-    if (ex.token !== null) unauthorized(ex, 'ip_backoff');
+    // Logged in the anomaly log (and coalesced into the breach alerts' counts) when the refusal it
+    // stands for would be: a revoked or expired token's use is not an anomaly entry, backoff or not.
+    if (ex.token !== null && LOGGED.has(code)) unauthorized(ex, 'ip_backoff');
     return;
   }
   if (code === 'origin_not_allowed') {
@@ -57,6 +58,13 @@ function denied(ex: Exchange, code: DeniedCode, retryAfter: number): void {
     if (code === 'ip_not_allowed') unauthorized(ex, code);
   }
 }
+
+/** The refusals the anomaly log records (DESIGN §6): use from where the token does not allow. */
+const LOGGED: ReadonlySet<DeniedCode> = new Set<DeniedCode>([
+  'origin_not_allowed',
+  'ip_not_allowed',
+  'provider_mismatch',
+]);
 
 function unauthorized(ex: Exchange, reason: UnauthorizedReason, alert?: boolean): void {
   try {

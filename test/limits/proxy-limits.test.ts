@@ -209,6 +209,27 @@ for (const fixture of databases) {
     });
   });
 
+  describe.skipIf(!fixture.available)(`IP backoff and the anomaly log (${fixture.name})`, () => {
+    let h: ProxyHarness;
+    beforeAll(async () => {
+      h = await startProxyHarness(fixture, { limits: {} });
+    });
+    afterAll(async () => {
+      await h?.close();
+    });
+
+    it("a revoked token's use is no anomaly entry, also once its IP is in backoff", async () => {
+      const { token, tokenId } = await h.createToken({});
+      expect((await h.apiCall('DELETE', `/v1/tokens/${tokenId}`)).status).toBe(200);
+      const first = await h.send('/openai/v1/models', { headers: bearer(token) });
+      expect(first.json.error?.code).toBe('token_revoked');
+      const again = await h.send('/openai/v1/models', { headers: bearer(token) });
+      expect(again.json.error?.code).toBe('ip_backoff');
+      // An entry reading "ip_backoff" for it would say nothing of why, and the first refusal has none.
+      expect(await storedAnomalies(h, h.db.store, tokenId)).toEqual([]);
+    });
+  });
+
   describe.skipIf(!fixture.available)(`the country header from outside trust_proxy (${fixture.name})`, () => {
     let h: ProxyHarness;
     beforeAll(async () => {
