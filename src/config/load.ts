@@ -285,7 +285,8 @@ function readConfigFile(path: string): Record<string, unknown> {
       `Setting "config": cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'}).`,
     );
   }
-  const parsed = parseJsonFile(text);
+  // A byte order mark (editors on Windows write one) is not part of the JSON.
+  const parsed = parseJsonFile(text.startsWith('\uFEFF') ? text.slice(1) : text);
   if (!parsed.ok) throw new ConfigError(`Setting "config": ${path} is not valid JSON: ${parsed.problem}.`);
   if (typeof parsed.value !== 'object' || parsed.value === null || Array.isArray(parsed.value)) {
     throw new ConfigError(`Setting "config": ${path} must hold a JSON object of settings.`);

@@ -177,6 +177,11 @@ describe('loadConfig', () => {
     }
   });
 
+  it('reads a config file that starts with a byte order mark', () => {
+    const file = configFile('\uFEFF{"api_port": 9443}');
+    expect(loadConfig({ flags: {}, env: {}, configFile: file }).apiPort).toBe(9443);
+  });
+
   it.each([
     ['not json', /not valid JSON: line 1, column 1: a value was expected/],
     // V8's own message would quote the text around the mistake: here, part of the PIN.
