@@ -15,6 +15,8 @@ export interface KekCommandHooks {
   readonly configFrom: (opts: Record<string, unknown>) => Config;
   readonly env: Readonly<Record<string, string | undefined>>;
   readonly stdout: (line: string) => void;
+  /** Refusals go here, as every command's do. */
+  readonly stderr: (line: string) => void;
   /** Hands the command's exit code (a promise) back to main. */
   readonly run: (result: Promise<number>) => void;
 }
@@ -61,7 +63,7 @@ export function registerKekCommands(program: Command, hooks: KekCommandHooks): v
 function batchSizeOf(opts: Record<string, unknown>, hooks: KekCommandHooks): number | undefined {
   const batchSize = Number(opts.batchSize);
   if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000) {
-    hooks.stdout('tokenproxy: --batch-size must be an integer from 1 to 10000.');
+    hooks.stderr('tokenproxy: --batch-size must be an integer from 1 to 10000.');
     return undefined;
   }
   return batchSize;

@@ -65,6 +65,7 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo): Prom
     configFrom: (opts) => configFrom(opts, io),
     env: io.env,
     stdout: io.stdout,
+    stderr: io.stderr,
     run: (promise) => {
       result = promise;
     },

@@ -111,4 +111,11 @@ describe('tokenproxy --help, --version', () => {
       await rm(dir, { recursive: true, force: true });
     }
   });
+
+  it('`kek rotate` with a bad --batch-size: exit 2, the refusal on stderr', async () => {
+    const res = await runCli(['kek', 'rotate', '--batch-size', '0']);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain('--batch-size must be an integer from 1 to 10000');
+    expect(res.stdout).toBe('');
+  });
 });
