@@ -1,3 +1,4 @@
+import { isPublicSuffix } from './public-suffix.js';
 import { domainToASCII, domainToUnicode } from 'node:url';
 import { formatIPv6, parseIPv4, parseIPv6 } from './ip-literal.js';
 import { hasSpaceOrControl, quote } from './text.js';
@@ -89,6 +90,19 @@ export function parseAllowedHosts(entries: unknown): ParseListResult {
     const parsed = parseHostEntry(entry);
     if (!parsed.ok) {
       return { ok: false, index, message: `allowed_hosts[${index}] ${quote(entry)} ${parsed.reason}` };
+    }
+    // Checked here, for what is stored from now on, not by the matcher: a token stored before keeps
+    // its origins (taking them away would break it without a word).
+    if (parsed.value.kind === 'wildcard' && isPublicSuffix(parsed.value.suffix)) {
+      const suffix = parsed.value.suffix;
+      return {
+        ok: false,
+        index,
+        message:
+          `allowed_hosts[${index}] ${quote(entry)} is too broad: ${quote(suffix)} is a public suffix, under which ` +
+          `anyone can have a site, so every one of them could use the token; list your own host names ` +
+          `instead, such as ${quote(`myapp.${suffix}`)} or ${quote(`*.myapp.${suffix}`)}`,
+      };
     }
     seen.add(formatHostEntry(parsed.value));
   }

@@ -21,6 +21,11 @@ describe('parseAllowedHosts: accepted entries and their canonical form', () => {
     ['*.example.com', '*.example.com'],
     ['*.Example.COM.', '*.example.com'],
     ['*.bücher.example', '*.xn--bcher-kva.example'],
+    // One registrant's names under a public suffix are fine, wildcard or not.
+    ['*.myapp.vercel.app', '*.myapp.vercel.app'],
+    ['*.example.co.uk', '*.example.co.uk'],
+    ['vercel.app', 'vercel.app'],
+    ['*.corp.internal', '*.corp.internal'],
     ['https://app.example.com:8443', 'https://app.example.com:8443'],
     ['http://localhost:3000', 'http://localhost:3000'],
     ['https://x.com:443', 'https://x.com'],
@@ -119,6 +124,11 @@ describe('parseAllowedHosts: refused entries', () => {
     ['[1.2.3.4]', 'not a valid IPv6'],
     ['*.com', 'too broad'],
     ['*.localhost', 'too broad'],
+    // Public suffixes, where anyone can have a site: every one of them would be allowed.
+    ['*.co.uk', 'is a public suffix'],
+    ['*.vercel.app', 'is a public suffix'],
+    ['*.github.io', 'is a public suffix'],
+    ['*.Netlify.App', 'is a public suffix'],
     ['*', 'only as the whole first label'],
     ['*.', 'must contain a host name'],
     ['a.*.com', 'only as the whole first label'],
