@@ -80,15 +80,11 @@ export async function secretKeysOn(
   tokenLabel: string,
   pin: string,
 ): Promise<Array<{ label: string; kekId: string }>> {
-  const script = `
-    import pkcs11js from 'pkcs11js';
-    import { pkcs11Fingerprint } from ${JSON.stringify(new URL('../../src/vault/pkcs11-protocol.ts', import.meta.url).href)};
-    const lib = new pkcs11js.PKCS11();
-    lib.load(${JSON.stringify(SOFTHSM_MODULE)});
-    lib.C_Initialize();
-    const slot = lib.C_GetSlotList(true).find((s) => lib.C_GetTokenInfo(s).label.trim() === ${JSON.stringify(tokenLabel)});
-    const session = lib.C_OpenSession(slot, pkcs11js.CKF_SERIAL_SESSION);
-    lib.C_Login(session, pkcs11js.CKU_USER, ${JSON.stringify(pin)});
+  const stdout = await onToken(
+    hsm,
+    tokenLabel,
+    pin,
+    `
     lib.C_FindObjectsInit(session, [{ type: pkcs11js.CKA_CLASS, value: pkcs11js.CKO_SECRET_KEY }]);
     const found = lib.C_FindObjects(session, 100);
     lib.C_FindObjectsFinal(session);
@@ -96,16 +92,44 @@ export async function secretKeysOn(
       const [label, id] = lib.C_GetAttributeValue(session, o, [{ type: pkcs11js.CKA_LABEL }, { type: pkcs11js.CKA_ID }]);
       return { label: label.value.toString(), kekId: pkcs11Fingerprint(id.value).toString('hex') };
     });
+    process.stdout.write(JSON.stringify(out));`,
+    `import { pkcs11Fingerprint } from ${JSON.stringify(new URL('../../src/vault/pkcs11-protocol.ts', import.meta.url).href)};`,
+  );
+  return (JSON.parse(stdout) as Array<{ label: string; kekId: string }>).sort((a, b) =>
+    a.label.localeCompare(b.label),
+  );
+}
+
+/**
+ * Runs `body` in a child process of its own (the library reads SOFTHSM2_CONF once per process) with
+ * `lib` initialised and `session` logged in to the token `tokenLabel`; resolves with its stdout.
+ * `imports` are import lines the body needs besides pkcs11js and node:crypto.
+ */
+async function onToken(
+  hsm: SoftHsm,
+  tokenLabel: string,
+  pin: string,
+  body: string,
+  imports = '',
+): Promise<string> {
+  const script = `
+    import pkcs11js from 'pkcs11js';
+    import crypto from 'node:crypto';
+    ${imports}
+    const lib = new pkcs11js.PKCS11();
+    lib.load(${JSON.stringify(SOFTHSM_MODULE)});
+    lib.C_Initialize();
+    const slot = lib.C_GetSlotList(true).find((s) => lib.C_GetTokenInfo(s).label.trim() === ${JSON.stringify(tokenLabel)});
+    const session = lib.C_OpenSession(slot, pkcs11js.CKF_SERIAL_SESSION | pkcs11js.CKF_RW_SESSION);
+    lib.C_Login(session, pkcs11js.CKU_USER, ${JSON.stringify(pin)});
+    ${body}
     lib.C_Finalize();
-    process.stdout.write(JSON.stringify(out));
   `;
   const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], {
     env: { ...process.env, SOFTHSM2_CONF: hsm.conf },
     cwd: fileURLToPath(new URL('../..', import.meta.url)),
   });
-  return (JSON.parse(stdout) as Array<{ label: string; kekId: string }>).sort((a, b) =>
-    a.label.localeCompare(b.label),
-  );
+  return stdout;
 }
 
 /**
@@ -120,15 +144,11 @@ export async function churnToken(
   pin: string,
   churn: { spareLabel: string; touchLabel: string; ms: number; minRounds: number; maxMs: number },
 ): Promise<number> {
-  const script = `
-    import pkcs11js from 'pkcs11js';
-    import crypto from 'node:crypto';
-    const lib = new pkcs11js.PKCS11();
-    lib.load(${JSON.stringify(SOFTHSM_MODULE)});
-    lib.C_Initialize();
-    const slot = lib.C_GetSlotList(true).find((s) => lib.C_GetTokenInfo(s).label.trim() === ${JSON.stringify(tokenLabel)});
-    const session = lib.C_OpenSession(slot, pkcs11js.CKF_SERIAL_SESSION | pkcs11js.CKF_RW_SESSION);
-    lib.C_Login(session, pkcs11js.CKU_USER, ${JSON.stringify(pin)});
+  const stdout = await onToken(
+    hsm,
+    tokenLabel,
+    pin,
+    `
     const touchLabel = ${JSON.stringify(churn.touchLabel)};
     lib.C_FindObjectsInit(session, [{ type: pkcs11js.CKA_LABEL, value: touchLabel }]);
     const [touched] = lib.C_FindObjects(session, 1);
@@ -153,13 +173,8 @@ export async function churnToken(
       for (let i = 0; i < 3; i++) touch();
       rounds++;
     }
-    lib.C_Finalize();
-    process.stdout.write(String(rounds));
-  `;
-  const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], {
-    env: { ...process.env, SOFTHSM2_CONF: hsm.conf },
-    cwd: fileURLToPath(new URL('../..', import.meta.url)),
-  });
+    process.stdout.write(String(rounds));`,
+  );
   return Number(stdout);
 }
 
@@ -173,15 +188,11 @@ export async function createOperatorKey(
   pin: string,
   label: string,
 ): Promise<void> {
-  const script = `
-    import pkcs11js from 'pkcs11js';
-    import crypto from 'node:crypto';
-    const lib = new pkcs11js.PKCS11();
-    lib.load(${JSON.stringify(SOFTHSM_MODULE)});
-    lib.C_Initialize();
-    const slot = lib.C_GetSlotList(true).find((s) => lib.C_GetTokenInfo(s).label.trim() === ${JSON.stringify(tokenLabel)});
-    const session = lib.C_OpenSession(slot, pkcs11js.CKF_SERIAL_SESSION | pkcs11js.CKF_RW_SESSION);
-    lib.C_Login(session, pkcs11js.CKU_USER, ${JSON.stringify(pin)});
+  await onToken(
+    hsm,
+    tokenLabel,
+    pin,
+    `
     lib.C_GenerateKey(session, { mechanism: pkcs11js.CKM_AES_KEY_GEN }, [
       { type: pkcs11js.CKA_CLASS, value: pkcs11js.CKO_SECRET_KEY },
       { type: pkcs11js.CKA_KEY_TYPE, value: pkcs11js.CKK_AES },
@@ -197,10 +208,6 @@ export async function createOperatorKey(
       { type: pkcs11js.CKA_LABEL, value: ${JSON.stringify(label)} },
       { type: pkcs11js.CKA_ID, value: crypto.randomBytes(16) },
     ]);
-    lib.C_Finalize();
-  `;
-  await run(process.execPath, ['--input-type=module', '-e', script], {
-    env: { ...process.env, SOFTHSM2_CONF: hsm.conf },
-    cwd: fileURLToPath(new URL('../..', import.meta.url)),
-  });
+`,
+  );
 }

@@ -54,6 +54,9 @@ for (const fixture of databases) {
     afterAll(async () => {
       await opened?.cleanup();
     });
+    /** One pass at NOW, in batches of 5. */
+    const purge = (policy: RetentionPolicy = POLICY, pause = () => Promise.resolve()) =>
+      purgeOnce({ repo: store.retention, policy, now: NOW, batchSize: 5, pause, vacuumPages: 100 });
 
     it('deletes logs, anomalies and finished events past log_retention, rollups past rollup_retention, nothing newer', async () => {
       const { account } = await newAccount(store);
@@ -147,14 +150,7 @@ for (const fixture of databases) {
       expect(rollups.map((r) => Number(r.requests))).toEqual([7]);
 
       // A second pass finds nothing more: it continues where the first stopped, and is idempotent.
-      const again = await purgeOnce({
-        repo: store.retention,
-        policy: POLICY,
-        now: NOW,
-        batchSize: 5,
-        pause: () => Promise.resolve(),
-        vacuumPages: 100,
-      });
+      const again = await purge();
       expect(again).toMatchObject({ requestLogs: 0, anomalies: 0, events: 0, rollups: 0 });
     });
 
@@ -189,14 +185,7 @@ for (const fixture of databases) {
         row(account.id, forEver.id, old),
         row(capped.id, cappedToken.id, old),
       ]);
-      const report = await purgeOnce({
-        repo: store.retention,
-        policy: POLICY,
-        now: NOW,
-        batchSize: 5,
-        pause: () => Promise.resolve(),
-        vacuumPages: 100,
-      });
+      const report = await purge();
       expect(report.rollups).toBe(1);
       const left = async (accountId: string) =>
         (await store.usageModelRollups.range(accountId, '2000-01-01T00:00:00.000Z', NOW.toISOString())).map(
@@ -208,14 +197,7 @@ for (const fixture of databases) {
       expect(await left(capped.id)).toEqual(['budgeted 2025-04-01']);
       // A short retention still keeps this month's rows: month budgets start from them.
       await store.usageModelRollups.add([row(account.id, plain.id, '2026-06-01T01:00:00.000Z')]);
-      const short = await purgeOnce({
-        repo: store.retention,
-        policy: { logs: POLICY.logs, rollups: { ms: DAY / 24, text: '1h' } },
-        now: NOW,
-        batchSize: 5,
-        pause: () => Promise.resolve(),
-        vacuumPages: 100,
-      });
+      const short = await purge({ logs: POLICY.logs, rollups: { ms: DAY / 24, text: '1h' } });
       expect(short.rollups).toBeGreaterThanOrEqual(1);
       expect(await left(account.id)).toEqual(['budgeted 2025-04-01', 'plain 2026-06-01']);
     });
@@ -223,13 +205,9 @@ for (const fixture of databases) {
     it('forever keeps everything', async () => {
       const { account } = await newAccount(store);
       await store.requestLogs.insertMany([requestLogEntry({ accountId: account.id, timestamp: ago(4000) })]);
-      const report = await purgeOnce({
-        repo: store.retention,
-        policy: { logs: { ms: null, text: 'forever' }, rollups: { ms: null, text: 'forever' } },
-        now: NOW,
-        batchSize: 5,
-        pause: () => Promise.resolve(),
-        vacuumPages: 100,
+      const report = await purge({
+        logs: { ms: null, text: 'forever' },
+        rollups: { ms: null, text: 'forever' },
       });
       expect(report).toMatchObject({ requestLogs: 0, anomalies: 0, events: 0, rollups: 0 });
       const rows = await rawQuery(fixture.name, opened, 'select id from request_logs where account_id = ?', [
