@@ -22,6 +22,7 @@ import {
 import { deny } from './denial.js';
 import { quotaExceededMessage, writeProxyError, type DeniedCode, type ProxyErrorCode } from './errors.js';
 import type { ProxyHandler } from './handler.js';
+import { H2Response } from './h2-stream.js';
 import { Relay, type RelayOwner } from './relay.js';
 import { collectBody, collectedLength } from './request-body.js';
 import type { TokenEntry } from './token-cache.js';
@@ -90,6 +91,7 @@ export class Exchange implements RelayOwner {
     this.res = res;
     this.wallStart = ctx.now();
     this.requestId = newRequestId(this.wallStart);
+    if (res instanceof H2Response) res.requestId = this.requestId;
     const headers = req.headers;
     const origin = headers.origin;
     this.originHeader = origin === undefined || origin === '' ? undefined : origin;

@@ -112,6 +112,8 @@ export class H2Response {
   readonly stream: ServerHttp2Stream;
   /** The status sent, read back by the request record. */
   statusCode = 200;
+  /** The exchange's request id, so an answer written outside it (the request deadline) carries it. */
+  requestId = '';
 
   constructor(stream: ServerHttp2Stream) {
     this.stream = stream;
@@ -246,12 +248,13 @@ export function serveStream(
     return;
   }
   if (opening === 'continue') stream.additionalHeaders({ ':status': 100 });
-  handle(new H2Request(stream, headers, rawHeaders, peer), new H2Response(stream));
+  const res = new H2Response(stream);
+  handle(new H2Request(stream, headers, rawHeaders, peer), res);
   // A request whose body is still to come must arrive whole in time, as HTTP/1.1's requestTimeout
   // makes it: a stream that stops sending would otherwise hold its slot (and the upstream
   // connection its body streams to) for as long as the client liked. No timer without a body.
   if (!stream.endAfterHeaders && !stream.destroyed) {
-    const deadline = setTimeout(requestTimedOut, requestTimeoutMs, stream, headers.origin);
+    const deadline = setTimeout(requestTimedOut, requestTimeoutMs, res, headers.origin);
     deadline.unref();
     (stream as DeadlineStream)[DEADLINE] = deadline;
     stream.once('end', clearDeadline);
@@ -262,22 +265,26 @@ export function serveStream(
 const DEADLINE = Symbol('tokenproxy.requestDeadline');
 type DeadlineStream = ServerHttp2Stream & { [DEADLINE]?: NodeJS.Timeout };
 
-/** Shared by every stream (no closure per request): `this` is the stream whose body ended or closed. */
+/** Shared by every stream (one listener function, not one per request): `this` is the stream. */
 function clearDeadline(this: DeadlineStream): void {
   clearTimeout(this[DEADLINE]);
 }
 
-function requestTimedOut(stream: ServerHttp2Stream, origin: string | string[] | undefined): void {
+/**
+ * The body did not end in time. Not answered yet: 408 on the exchange's own response object, so its
+ * record says 408 under the request id the client got, and the rest of the body is not read (the
+ * stream is reset once the answer is out). Answered already: reset with INTERNAL_ERROR, as a provider
+ * breaking off is, so the client never takes the answer for complete.
+ */
+function requestTimedOut(res: H2Response, origin: string | string[] | undefined): void {
+  const stream = res.stream;
   if (stream.destroyed) return;
-  if (!stream.headersSent) {
-    writeProxyError(
-      new H2Response(stream),
-      'request_timeout',
-      newRequestId(Date.now()),
-      typeof origin === 'string' ? origin : undefined,
-    );
+  if (stream.headersSent) {
+    res.destroy();
+    return;
   }
-  // What the client still sends is not read: the stream ends here, its answer sent or cut off.
+  const id = res.requestId === '' ? newRequestId(Date.now()) : res.requestId;
+  writeProxyError(res, 'request_timeout', id, typeof origin === 'string' ? origin : undefined);
   stream.close(constants.NGHTTP2_CANCEL);
 }
 

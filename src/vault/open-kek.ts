@@ -78,9 +78,21 @@ export async function openMigration(
   await opened.keyring.close();
   // The keyring's KEK of the version carries the MAC keys it inherited, which the HSM's inherits in turn.
   const from = { ...handle, kek: opened.keyring.kekFor(handle.vault.kekId) ?? handle.kek };
+  // An earlier run with other pkcs11 settings moved keys under another HSM key: finishing under this
+  // one would leave the store split between two. Checked before anything is created in the HSM.
+  const label = `${settings.keyLabel} on token ${settings.tokenLabel}`;
+  const counts = await store.keks.envelopeCounts();
+  const elsewhere = hsmVersions.filter((v) => v.label !== label && (counts.get(v.id) ?? 0) > 0);
+  if (elsewhere.length > 0) {
+    throw new KekError(
+      'pkcs11_key_label',
+      `Setting "pkcs11_key_label": keys of this store are already under the HSM KEK ` +
+        `${elsewhere.map((v) => `${v.id} (${v.label ?? 'no label'})`).join(', ')}, moved there by an earlier ` +
+        '`kek migrate` with other pkcs11 settings: run it again with those settings to finish. Nothing was written.',
+    );
+  }
   const kek = await openPkcs11Kek({ ...settings, create: true });
   const vault = createEnvelopeVault(kek);
-  const label = `${settings.keyLabel} on token ${settings.tokenLabel}`;
   try {
     const recorded = hsmVersions.find((v) => v.id === vault.kekId);
     if (recorded === undefined && !kek.created && kek.madeByTokenproxy)

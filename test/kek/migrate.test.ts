@@ -57,6 +57,15 @@ for (const dialect of dialects) {
           world = await createWorld(dialect.name);
           const local = await startSession(world, { TOKENPROXY_MASTER_KEY: MASTER });
           await createToken(local, 'sk-guarded-real-key');
+          // Enough envelopes that a run killed after its first batch leaves some to move.
+          for (let i = 0; i < 6; i++) {
+            const key = await local.api('POST', '/v1/keys', {
+              name: `g${i}`,
+              provider: 'openai',
+              real_key: `sk-guarded-${i}`,
+            });
+            expect(key.status).toBe(201);
+          }
           expect(await local.stop()).toBe(0);
           const env = { ...hsm.env('tp-guard', PIN), TOKENPROXY_MASTER_KEY: MASTER };
           const migrate = (args: string[], withEnv: Record<string, string>) =>
@@ -118,10 +127,19 @@ for (const dialect of dialects) {
             } finally {
               await provided.cleanup();
             }
-            // With a label of its own, the migration goes through.
-            const own = await migrate(world.args, { ...env, TOKENPROXY_PKCS11_KEY_LABEL: 'guarded-kek' });
-            expect(own.stderr).toBe('');
-            expect(own.code).toBe(0);
+            // With a label of its own, the migration goes through; stopped midway, it is finished with
+            // the same settings only, never split under a second HSM key.
+            const own = { ...env, TOKENPROXY_PKCS11_KEY_LABEL: 'guarded-kek' };
+            expect(await killedMidway(world.args, own)).toContain('moved 1 envelopes');
+            const before = await keys();
+            const split = await migrate(world.args, { ...env, TOKENPROXY_PKCS11_KEY_LABEL: 'second-kek' });
+            expect(split.code).toBe(2);
+            expect(split.stderr).toContain('keys of this store are already under the HSM KEK');
+            expect(split.stderr).toContain('guarded-kek');
+            expect(await keys()).toEqual(before);
+            const finished = await migrate(world.args, own);
+            expect(finished.stderr).toBe('');
+            expect(finished.code).toBe(0);
           } finally {
             await other.cleanup();
           }

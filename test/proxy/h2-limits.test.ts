@@ -158,16 +158,24 @@ describe('HTTP/2 requests whose body does not arrive in time', () => {
       });
       stream.on('error', () => undefined);
       const started = Date.now();
-      const answer = await new Promise<{ status: number; body: string }>((resolve) => {
+      const answer = await new Promise<{ status: number; body: string; id: string }>((resolve) => {
         let status = 0;
         let body = '';
-        stream.on('response', (headers) => (status = Number(headers[':status'])));
+        let id = '';
+        stream.on('response', (headers) => {
+          status = Number(headers[':status']);
+          id = String(headers['x-tokenproxy-request-id']);
+        });
         stream.on('data', (d: Buffer) => (body += d.toString()));
-        stream.on('close', () => resolve({ status, body }));
+        stream.on('close', () => resolve({ status, body, id }));
       });
       expect(answer.status).toBe(408);
-      expect(JSON.parse(answer.body)).toMatchObject({ error: { code: 'request_timeout' } });
+      const error = (JSON.parse(answer.body) as { error: { code: string; request_id: string } }).error;
+      expect(error.code).toBe('request_timeout');
       expect(Date.now() - started).toBeLessThan(REQUEST_MS + 5000);
+      // The request's own id, and its record says what the client got.
+      expect(error.request_id).toBe(answer.id);
+      expect(await h.recordOf(answer.id)).toMatchObject({ status: 408 });
       // A request that sends its body in time is not touched.
       expect((await h2Request(session, { ':path': '/openai/v1/models', ...bearer(token) })).status).toBe(200);
     } finally {
