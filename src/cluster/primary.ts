@@ -9,6 +9,7 @@ import { octal, prepareDataDir } from '../server/data-dir.js';
 import { acquireServeLock, withBootstrapLock } from './serve-lock.js';
 import { bindError, preflight } from '../server/preflight.js';
 import { openStore } from '../store/open.js';
+import { createCountryResolver } from '../requestlog/country.js';
 import { loadTlsMaterial } from '../tls/tls-material.js';
 import { openKek } from '../vault/open-kek.js';
 import { isMetricsRequest, isReady, type MetricsReply } from './messages.js';
@@ -45,7 +46,10 @@ export async function runPrimary(config: Config, options: PrimaryOptions): Promi
         'Set redis, or run with --workers 1.',
     );
   }
-  await preflight(config);
+  await preflight(config, options.env);
+  // Its workers open the GeoIP database too; opened here first, a bad one stops the start before
+  // the store, the KEK and the certificate are made.
+  await createCountryResolver(config);
   await checkPortsFree(config);
   const sqlite = config.database === undefined;
   for (const fix of await prepareDataDir(config.dataDir, { sqlite })) {

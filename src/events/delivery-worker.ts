@@ -260,7 +260,10 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
       // A claim answered after this point still starts its deliveries: waited for here, they are sent
       // and recorded while the store is open (left running, they were sent and their record failed,
       // so the next start sent them again).
-      if (ticking !== undefined) await ticking;
+      const closingAt = Date.now();
+      if (ticking !== undefined && Number.isFinite(graceMs)) await settlesWithin(ticking, graceMs);
+      else if (ticking !== undefined) await ticking;
+      graceMs = Math.max(0, graceMs - (Date.now() - closingAt));
       if (
         inFlight.size > 0 &&
         Number.isFinite(graceMs) &&

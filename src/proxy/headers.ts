@@ -156,9 +156,13 @@ export function relayedHeaders(
 ): string[] {
   const out: string[] = [];
   let vary = false;
-  // Names the provider's own `Connection` lists are hop-by-hop for its answer (rare: usually absent).
+  // Names the provider's own `Connection` lists are hop-by-hop for its answer. undici reports
+  // `keep-alive` on nearly every answer, which names nothing: no split for it.
   const connection = upstream.connection;
-  const named = typeof connection === 'string' ? connectionNamed(connection) : undefined;
+  const named =
+    typeof connection === 'string' && connection !== 'keep-alive' && connection !== 'close'
+      ? connectionNamed(connection)
+      : undefined;
   for (const name in upstream) {
     const value = upstream[name];
     if (value === undefined) continue;

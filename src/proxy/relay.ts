@@ -48,6 +48,8 @@ export interface RelayOwner {
  * streams back to the client through the key redactor. It holds the decrypted key, and wipes it as
  * soon as the provider's answer is over or the client has gone, whichever comes first.
  */
+const NO_RETRY: readonly string[] = ['x-should-retry', 'false'];
+
 export class Relay implements Dispatcher.DispatchHandler {
   readonly #ex: RelayOwner;
   readonly #upstream: Upstream;
@@ -264,7 +266,9 @@ export class Relay implements Dispatcher.DispatchHandler {
       return;
     }
     const failedAt = performance.now();
-    writeProxyError(res, code, ex.requestId, ex.originHeader);
+    // The provider did answer (and may have charged for it): sending it again would charge again.
+    const extra = err instanceof UndecodableAnswerError ? NO_RETRY : null;
+    writeProxyError(res, code, ex.requestId, ex.originHeader, extra);
     ex.errorCode = code;
     ex.addedMs += performance.now() - failedAt;
   }

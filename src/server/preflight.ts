@@ -4,16 +4,22 @@ import { isIP } from 'node:net';
 import { X509Certificate } from 'node:crypto';
 import { ConfigError } from '../config/config-error.js';
 import type { Config } from '../config/load.js';
+import { checkMasterKeyForm, MASTER_KEY_ENV } from '../vault/local-kek.js';
 import { describeFsError } from './data-dir.js';
 
 /**
  * Checks of settings that need the file system or the resolver, run before anything is written:
  * a start that would fail later (after printing an API key, say) fails here instead, naming the setting.
  */
-export async function preflight(config: Config): Promise<void> {
+export async function preflight(
+  config: Config,
+  env: Readonly<Record<string, string | undefined>>,
+): Promise<void> {
   await checkHost(config.host);
   if (config.providerCa !== undefined) await checkProviderCa(config.providerCa);
   if (config.redisCa !== undefined) await checkProviderCa(config.redisCa, 'redis_ca', 'your Redis server');
+  // A master key that is not one; whether it is this store's is checked once the store is open.
+  if (config.kek === 'local') checkMasterKeyForm(env[MASTER_KEY_ENV]);
 }
 
 async function checkHost(host: string): Promise<void> {

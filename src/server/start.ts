@@ -20,7 +20,6 @@ import { openStoreWithoutMigrating } from '../store/open.js';
 import type { Store } from '../store/store.js';
 import { loadTlsMaterial } from '../tls/tls-material.js';
 import { KekError } from '../vault/kek-error.js';
-import { checkMasterKeyForm, MASTER_KEY_ENV } from '../vault/local-kek.js';
 import { openKek } from '../vault/open-kek.js';
 import { octal, pathExists, prepareDataDir } from './data-dir.js';
 import { acquireServeLock, withBootstrapLock } from '../cluster/serve-lock.js';
@@ -74,7 +73,7 @@ export async function startServer(config: Config, options: StartOptions): Promis
   // DESIGN §13's order: validate → open the store and check the KEK → bind both ports → only then
   // create the first account and print its key. Whatever fails stops the start before that last
   // step, so a failed start never leaves an account (and a printed key) behind.
-  await preflight(config);
+  await preflight(config, options.env);
   const sqlite = config.database === undefined;
   const dirExisted = await pathExists(config.dataDir);
   for (const fix of await prepareDataDir(config.dataDir, { sqlite })) {
@@ -127,10 +126,9 @@ async function startLocked(
     );
   }
 
-  // Settings read from files or the environment are refused before the store is opened (a new data
-  // dir's store would be left behind): a GeoIP database that does not open, a master key that is not one.
+  // Opened before the store: a GeoIP database that does not open must not leave a new data dir's
+  // store behind. (The primary of --workers checks it the same way before its workers start.)
   const countryOf = await createCountryResolver(config);
-  if (config.kek === 'local') checkMasterKeyForm(options.env[MASTER_KEY_ENV]);
   const store = await openStoreWithoutMigrating({
     database: config.database,
     dataDir: config.dataDir,

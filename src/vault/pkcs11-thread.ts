@@ -32,8 +32,12 @@ const keys = createHsmKeys(hsm.lib, data);
 const hsmCrypto = createHsmCrypto(hsm.lib);
 let session: Buffer | undefined;
 let lastReopen = 0;
-/** When a key the store names was last looked for on a re-initialised library (see `load`). */
-let lastFreshLook = 0;
+/**
+ * Per KEK id the store names but the HSM did not show: when it may be looked for again on a
+ * re-initialised library, and the wait after that (see `load`).
+ */
+const freshLooks = new Map<string, { at: number; waitMs: number }>();
+const FRESH_LOOK_MAX_MS = 60_000;
 
 function reopen(): Buffer {
   keys.forgetHandles();
@@ -42,19 +46,29 @@ function reopen(): Buffer {
 
 /**
  * A KEK version the store names (the keyring asks only for pkcs11 ones). A miss is looked at again
- * on a re-initialised library, at most every REOPEN_EVERY_MS: a SoftHSM2 library initialised before
+ * on a re-initialised library, after a wait per version that doubles: a SoftHSM2 library initialised before
  * the token went away and came back keeps answering from its old view, without an error that would
  * reopen it, so a version made meanwhile (a `kek rotate` in another process) stayed unseen and the
  * server answered 503 until restarted.
  */
 function load(s: Buffer, kekId: string): Buffer | null {
   const found = keys.load(s, kekId);
-  if (found !== null || Date.now() - lastFreshLook < REOPEN_EVERY_MS) return found;
-  lastFreshLook = Date.now();
+  if (found !== null) {
+    freshLooks.delete(kekId);
+    return found;
+  }
+  // Re-initialising stalls every other operation of this thread: a version that is truly absent is
+  // looked for again after 1 s, then 2, 4… up to a minute, not on every refresh of the keyring.
+  const last = freshLooks.get(kekId);
+  if (last !== undefined && Date.now() < last.at) return null;
+  const waitMs = last === undefined ? REOPEN_EVERY_MS : Math.min(last.waitMs * 2, FRESH_LOOK_MAX_MS);
+  freshLooks.set(kekId, { at: Date.now() + waitMs, waitMs });
   session = undefined;
   const fresh = reopen();
   session = fresh;
-  return keys.load(fresh, kekId);
+  const again = keys.load(fresh, kekId);
+  if (again !== null) freshLooks.delete(kekId);
+  return again;
 }
 
 function run(s: Buffer, message: ToHsm): Buffer | null {

@@ -109,6 +109,8 @@ for (const protocol of PROTOCOLS) {
       });
       expect(res.status).toBe(502);
       expect(res.json.error).toMatchObject({ code: 'upstream_unreachable' });
+      // The provider answered (and may have charged): not to be sent again by the SDKs.
+      expect(res.headers['x-should-retry']).toBe('false');
       expect(res.headers['content-encoding']).toBeUndefined();
       expect(res.text).not.toContain(REAL_KEY);
       const logged = h.logLines.slice(lines).join('\n');

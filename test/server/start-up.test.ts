@@ -201,6 +201,19 @@ describe('one serve per SQLite data dir', { timeout: 120_000 }, () => {
       'geoip_db',
     ],
     [
+      '--workers 2 and a geoip_db that does not open',
+      (): string[] => [
+        '--workers',
+        '2',
+        '--redis',
+        'redis://127.0.0.1:1',
+        '--geoip-db',
+        path.join(root, 'no.mmdb'),
+      ],
+      {},
+      'geoip_db',
+    ],
+    [
       'a TOKENPROXY_MASTER_KEY that is not a key',
       (): string[] => [],
       { TOKENPROXY_MASTER_KEY: 'not-a-key' },
