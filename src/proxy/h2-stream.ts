@@ -265,7 +265,11 @@ export function serveStream(
 const DEADLINE = Symbol('tokenproxy.requestDeadline');
 type DeadlineStream = ServerHttp2Stream & { [DEADLINE]?: NodeJS.Timeout };
 
-/** Shared by every stream (one listener function, not one per request): `this` is the stream. */
+/**
+ * One listener function for every stream (`this` is the stream); `once` still wraps it per stream.
+ * What a request with a body pays: a Timeout, two wrapped listeners and one property on the stream,
+ * against a stream slot held for good without it.
+ */
 function clearDeadline(this: DeadlineStream): void {
   clearTimeout(this[DEADLINE]);
 }
