@@ -240,7 +240,7 @@ for (const fixture of databases) {
       await h?.close();
     });
 
-    it("is the client's own claim: not recorded, not learned by the anomaly model", async () => {
+    it("is the client's own claim: the record has no country from it", async () => {
       const { token } = await h.createToken({});
       const res = await h.send('/openai/v1/models', { headers: { ...bearer(token), 'cf-ipcountry': 'KP' } });
       expect(res.status).toBe(200);

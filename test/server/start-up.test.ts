@@ -154,7 +154,8 @@ describe('one serve per SQLite data dir', { timeout: 120_000 }, () => {
     const dir = dataDir('wrong-kek-older');
     const right = { TOKENPROXY_MASTER_KEY: Buffer.alloc(32, 3).toString('base64') };
     expect(await (await startServe(['--data-dir', dir], right)).stop()).toBe(0);
-    // The store as the previous release left it: its last migration undone.
+    // The store as the previous release left it: its last migration undone (by hand, there are no
+    // down-migrations: when a migration is added after 0015, undo that one here instead).
     const db = new Database(path.join(dir, 'tokenproxy.db'));
     db.exec(
       "ALTER TABLE dashboard_sessions DROP COLUMN api_key_id; DELETE FROM kysely_migration WHERE name = '0015_session_api_key'",

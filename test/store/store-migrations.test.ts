@@ -42,15 +42,18 @@ for (const fixture of databases) {
       const fresh = await fixture.create({ migrate: false });
       try {
         const store = await openStoreWithoutMigrating({ database: fresh.database, dataDir: fresh.dataDir });
-        await store.migrateToLatest();
-        // What a later release's first migration leaves in the table.
-        await sql`insert into kysely_migration (name, timestamp) values ('0099_from_the_future', '2030-01-01T00:00:00.000Z')`.execute(
-          storeDb(store),
-        );
-        await expect(store.migrateToLatest()).rejects.toThrow(
-          'the store was upgraded by a newer tokenproxy (its migration 0099_from_the_future is unknown to this version): run that version (or newer), or restore the backup made before the upgrade',
-        );
-        await store.close();
+        try {
+          await store.migrateToLatest();
+          // What a later release's first migration leaves in the table.
+          await sql`insert into kysely_migration (name, timestamp) values ('0099_from_the_future', '2030-01-01T00:00:00.000Z')`.execute(
+            storeDb(store),
+          );
+          await expect(store.migrateToLatest()).rejects.toThrow(
+            'the store was upgraded by a newer tokenproxy (its migration 0099_from_the_future is unknown to this version): run that version (or newer), or restore the backup made before the upgrade',
+          );
+        } finally {
+          await store.close();
+        }
       } finally {
         await fresh.cleanup();
       }
