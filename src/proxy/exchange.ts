@@ -22,7 +22,6 @@ import {
 import { deny } from './denial.js';
 import { quotaExceededMessage, writeProxyError, type DeniedCode, type ProxyErrorCode } from './errors.js';
 import type { ProxyHandler } from './handler.js';
-import { H2Response } from './h2-stream.js';
 import { Relay, type RelayOwner } from './relay.js';
 import { collectBody, collectedLength } from './request-body.js';
 import type { TokenEntry } from './token-cache.js';
@@ -91,7 +90,7 @@ export class Exchange implements RelayOwner {
     this.res = res;
     this.wallStart = ctx.now();
     this.requestId = newRequestId(this.wallStart);
-    if (res instanceof H2Response) res.requestId = this.requestId;
+    if ('requestId' in res) res.requestId = this.requestId; // an H2Response (h2-stream.ts)
     const headers = req.headers;
     const origin = headers.origin;
     this.originHeader = origin === undefined || origin === '' ? undefined : origin;
@@ -340,16 +339,14 @@ export class Exchange implements RelayOwner {
   }
 
   #countryOf(): string | null {
-    if (this.#country === undefined) {
-      try {
-        const trust = this.#ctx.trust;
-        const fromEdge = trust !== null && isTrustedPeer(this.req.socket.remoteAddress ?? '', trust);
-        this.#country = this.#ctx.deps.countryOf(this.req.headers, this.ip, fromEdge);
-      } catch {
-        this.#country = null;
-      }
+    if (this.#country !== undefined) return this.#country;
+    const trust = this.#ctx.trust;
+    try {
+      const edge = trust !== null && isTrustedPeer(this.req.socket.remoteAddress ?? '', trust);
+      return (this.#country = this.#ctx.deps.countryOf(this.req.headers, this.ip, edge));
+    } catch {
+      return (this.#country = null);
     }
-    return this.#country;
   }
 
   #record(): void {
