@@ -52,8 +52,12 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium: long lists and failure
     const table = d.page.getByRole('table', { name: 'Request log' });
     const shows = async (status: number) => {
       // A refused request's cell reads "403 refused".
-      await table.getByRole('cell', { name: new RegExp(`^${status}( refused)?$`) }).waitFor();
+      const cell = table.getByRole('cell', { name: new RegExp(`^${status}( refused)?$`) });
+      await cell.waitFor();
+      // The list of the filters before may still be shown (its cell too): wait until it is replaced.
+      await table.getByRole('row').nth(2).waitFor({ state: 'detached' });
       expect(await table.getByRole('row').count()).toBe(2); // the heading and the one request
+      expect(await cell.count()).toBe(1);
     };
 
     // Its own link, clicked while it is shown, reads it afresh: the new token is among the options.
