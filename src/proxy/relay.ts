@@ -43,13 +43,14 @@ export interface RelayOwner {
   errorCode: ProxyErrorCode | null;
 }
 
+/** Headers of an error answer the SDKs must not send again (the provider did answer). */
+const NO_RETRY: readonly string[] = ['x-should-retry', 'false'];
+
 /**
  * The forwarded leg of one exchange: undici's dispatch handler for the provider's answer, which it
  * streams back to the client through the key redactor. It holds the decrypted key, and wipes it as
  * soon as the provider's answer is over or the client has gone, whichever comes first.
  */
-const NO_RETRY: readonly string[] = ['x-should-retry', 'false'];
-
 export class Relay implements Dispatcher.DispatchHandler {
   readonly #ex: RelayOwner;
   readonly #upstream: Upstream;
