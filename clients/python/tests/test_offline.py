@@ -254,25 +254,22 @@ class StubAPI(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            try:
-                for byte in body:
-                    if self.server.release.wait(0.1):  # type: ignore[attr-defined]
-                        break
-                    self.wfile.write(bytes([byte]))
-                    self.wfile.flush()
-            except OSError:
-                pass  # the client gave up, as it should
+            self.trickle(body)
         elif path == "/v1/webhooks":
-            try:
-                self.wfile.write(b"HTTP/1.1 200 OK\r\n")
-                for byte in b"X-Slowly: " + b"a" * 45 + b"\r\n":
-                    if self.server.release.wait(0.1):  # type: ignore[attr-defined]
-                        break
-                    self.wfile.write(bytes([byte]))
-                    self.wfile.flush()
-            except OSError:
-                pass  # the client gave up, as it should
+            self.trickle(b"X-Slowly: " + b"a" * 45 + b"\r\n", head=b"HTTP/1.1 200 OK\r\n")
         self.close_connection = True
+
+    def trickle(self, slow: bytes, head: bytes = b"") -> None:
+        """Writes `head` at once, then `slow` a byte every 0.1 s until the test releases the server."""
+        try:
+            self.wfile.write(head)
+            for byte in slow:
+                if self.server.release.wait(0.1):  # type: ignore[attr-defined]
+                    break
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+        except OSError:
+            pass  # the client gave up, as it should
 
     def answer(self, status: int, content_type: str, body: bytes) -> None:
         self.send_response(status)
