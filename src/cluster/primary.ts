@@ -1,5 +1,4 @@
 import cluster, { type Worker } from 'node:cluster';
-import { createServer } from 'node:net';
 import type { Logger } from 'pino';
 import { AggregatorRegistry, Counter, Gauge, Registry } from 'prom-client';
 import { bootstrapDefaultAccount } from '../accounts/create-account.js';
@@ -7,7 +6,7 @@ import { ConfigError } from '../config/config-error.js';
 import type { Config } from '../config/load.js';
 import { octal, prepareDataDir } from '../server/data-dir.js';
 import { acquireServeLock, withBootstrapLock } from './serve-lock.js';
-import { bindError, preflight } from '../server/preflight.js';
+import { checkPortsFree, preflight } from '../server/preflight.js';
 import { openStore } from '../store/open.js';
 import { createCountryResolver } from '../requestlog/country.js';
 import { loadTlsMaterial } from '../tls/tls-material.js';
@@ -91,21 +90,6 @@ export async function runPrimary(config: Config, options: PrimaryOptions): Promi
     }
   } finally {
     await lock?.release();
-  }
-}
-
-/** Bind errors from the primary name the setting; a worker's own would only say it failed. */
-async function checkPortsFree(config: Config): Promise<void> {
-  for (const [setting, port] of [
-    ['proxy_port', config.proxyPort],
-    ['api_port', config.apiPort],
-  ] as const) {
-    if (port === 0) continue;
-    await new Promise<void>((resolve, reject) => {
-      const probe = createServer();
-      probe.once('error', (err) => reject(bindError(err, setting, config.host, port)));
-      probe.listen({ host: config.host, port, exclusive: true }, () => probe.close(() => resolve()));
-    });
   }
 }
 

@@ -1,6 +1,6 @@
 import { lookup } from 'node:dns/promises';
 import { readFile } from 'node:fs/promises';
-import { isIP } from 'node:net';
+import { createServer, isIP } from 'node:net';
 import { X509Certificate } from 'node:crypto';
 import { ConfigError } from '../config/config-error.js';
 import type { Config } from '../config/load.js';
@@ -66,6 +66,26 @@ export async function checkProviderCa(
       );
     }
   });
+}
+
+/**
+ * Both ports are tried (bound and let go) before anything is written: a busy port, or a host that is
+ * not this machine's, would otherwise stop the start only after a new data dir had its store, master
+ * key and certificate. The real bind comes later (DESIGN §13's order) and can still lose a race for
+ * the port; what it refuses is then named the same way. Port 0 is tried too, for the host's sake.
+ */
+export async function checkPortsFree(config: Pick<Config, 'host' | 'proxyPort' | 'apiPort'>): Promise<void> {
+  for (const [setting, port] of [
+    ['proxy_port', config.proxyPort],
+    ['api_port', config.apiPort],
+  ] as const) {
+    await new Promise<void>((resolve, reject) => {
+      const probe = createServer();
+      probe.once('error', (err) => reject(bindError(err, setting, config.host, port)));
+      // exclusive: in a process of node:cluster the probe must not borrow the primary's handle.
+      probe.listen({ host: config.host, port, exclusive: true }, () => probe.close(() => resolve()));
+    });
+  }
 }
 
 /** A listener that cannot bind: the message names the setting that chose the address and what to do. */

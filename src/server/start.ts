@@ -25,7 +25,7 @@ import { octal, pathExists, prepareDataDir } from './data-dir.js';
 import { acquireServeLock, withBootstrapLock } from '../cluster/serve-lock.js';
 import { startCluster } from '../cluster/start-cluster.js';
 import { redactRedisUrl } from '../cluster/redis-url.js';
-import { bindError, preflight } from './preflight.js';
+import { bindError, checkPortsFree, preflight } from './preflight.js';
 import { VERSION } from '../version.js';
 import { startRetentionWorker, type RetentionWorker } from '../retention/retention-worker.js';
 import { compileIpMatcher } from '../rules/ip-match.js';
@@ -74,6 +74,8 @@ export async function startServer(config: Config, options: StartOptions): Promis
   // create the first account and print its key. Whatever fails stops the start before that last
   // step, so a failed start never leaves an account (and a printed key) behind.
   await preflight(config, options.env);
+  // A worker's ports are the primary's (node:cluster), which tried them before it forked.
+  if (!options.worker) await checkPortsFree(config);
   const sqlite = config.database === undefined;
   const dirExisted = await pathExists(config.dataDir);
   for (const fix of await prepareDataDir(config.dataDir, { sqlite })) {
