@@ -74,7 +74,9 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo): Prom
   try {
     await program.parseAsync([...argv]);
   } catch (err) {
-    if (err instanceof CommanderError) return err.exitCode;
+    // A command line commander refuses (an unknown option, a missing value) is a bad setting like
+    // any other: exit 2, as scripts are told. Help and --version end here with 0.
+    if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2;
     throw err;
   }
   try {

@@ -112,6 +112,17 @@ describe('tokenproxy --help, --version', () => {
     }
   });
 
+  it('an unknown option or a flag without its value: exit 2 naming it, as for a bad setting', async () => {
+    const unknown = await runCli(['serve', '--proxy-prot', '8444']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain("unknown option '--proxy-prot'");
+    const missing = await runCli(['serve', '--proxy-port']);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain("option '--proxy-port <value>' argument missing");
+    const help = await runCli(['serve', '--help']);
+    expect(help.code).toBe(0);
+  });
+
   it('`kek rotate` with a bad --batch-size: exit 2, the refusal on stderr', async () => {
     const res = await runCli(['kek', 'rotate', '--batch-size', '0']);
     expect(res.code).toBe(2);
