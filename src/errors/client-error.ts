@@ -5,24 +5,30 @@ import { responseStarted } from '../server/http1-socket.js';
 import { TokenProxyError } from './tokenproxy-error.js';
 
 /**
+ * The sentences of the refusals Node's HTTP/1.1 parser makes before any of our code runs. HTTP/2
+ * streams are refused with the same codes and words (src/proxy/errors.ts takes them from here).
+ */
+export const CLIENT_ERROR_MESSAGES = {
+  headers_too_large:
+    'The request headers are larger than the server accepts (16 KB). Send fewer or shorter headers.',
+  request_timeout: 'The request was not received in time. Send it again.',
+  malformed_request:
+    'The HTTP request is malformed (for example both Content-Length and Transfer-Encoding, or an invalid header). Send a well-formed HTTP/1.1 request.',
+} as const;
+
+/**
  * Requests Node's HTTP/1.1 parser refuses before any of our code runs (`clientError`): a head over
  * the size limit, one that does not parse, one that does not arrive in time. Node's own answer is a
  * bare status line; both listeners answer in their one error shape instead, with a request id.
  */
 export function clientErrorAnswer(code: string | undefined): TokenProxyError {
-  if (code === 'HPE_HEADER_OVERFLOW') {
-    return new TokenProxyError(
-      'headers_too_large',
-      'The request headers are larger than the server accepts (16 KB). Send fewer or shorter headers.',
-    );
-  }
-  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') {
-    return new TokenProxyError('request_timeout', 'The request was not received in time. Send it again.');
-  }
-  return new TokenProxyError(
-    'malformed_request',
-    'The HTTP request is malformed (for example both Content-Length and Transfer-Encoding, or an invalid header). Send a well-formed HTTP/1.1 request.',
-  );
+  const ours =
+    code === 'HPE_HEADER_OVERFLOW'
+      ? 'headers_too_large'
+      : code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? 'request_timeout'
+        : 'malformed_request';
+  return new TokenProxyError(ours, CLIENT_ERROR_MESSAGES[ours]);
 }
 
 /**

@@ -1,3 +1,4 @@
+import { CLIENT_ERROR_MESSAGES } from '../errors/client-error.js';
 import { ERROR_CODES, type ErrorCode } from '../errors/codes.js';
 import { EXPOSE_HEADERS } from './cors.js';
 import { sendHead, type ProxyResponse } from './exchange-io.js';
@@ -29,9 +30,8 @@ export const PROXY_ERROR_MESSAGES = {
     'The key-encryption key is unavailable (an HSM that does not answer, or a KEK version this server cannot load); retry shortly.',
   internal_error: 'Internal error in the proxy.',
   // HTTP/2 only for these two: node:http's parser answers HTTP/1.1 (src/errors/client-error.ts).
-  headers_too_large:
-    'The request headers are larger than the server accepts (16 KB). Send fewer or shorter headers.',
-  request_timeout: 'The request was not received in time. Send it again.',
+  headers_too_large: CLIENT_ERROR_MESSAGES.headers_too_large,
+  request_timeout: CLIENT_ERROR_MESSAGES.request_timeout,
   // Only CONNECT over HTTP/2 gets it (node:http drops a CONNECT's connection itself).
   method_not_allowed:
     'CONNECT is not proxied: send provider requests to https://<proxy>/<provider>/<provider path>.',
@@ -133,7 +133,7 @@ function prepare(code: ProxyErrorCode, message: string): PreparedError {
  * hiding the refusal's reason behind 2, 8 and 32 s of waiting); `quota_exceeded` and
  * `budget_exceeded` reset in hours or never. `rate_limited` and tokenproxy's own 5xx stay retryable.
  */
-const NOT_RETRIED: ReadonlySet<ProxyErrorCode> = new Set<ProxyErrorCode>([
+const NOT_RETRIED: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'missing_token',
   'invalid_token',
   'token_revoked',
@@ -148,7 +148,14 @@ const NOT_RETRIED: ReadonlySet<ProxyErrorCode> = new Set<ProxyErrorCode>([
   'invalid_path',
   'method_not_allowed',
   'headers_too_large',
+  // Node's HTTP/1.1 parser's refusal (src/errors/client-error.ts): the same bytes parse no better.
+  'malformed_request',
 ]);
+
+/** Whether a refusal is sent with `x-should-retry: false` (also the parser's, on the proxy listener). */
+export function isNotRetried(code: ErrorCode): boolean {
+  return NOT_RETRIED.has(code);
+}
 
 const PREPARED = new Map<ProxyErrorCode, PreparedError>();
 for (const code of Object.keys(PROXY_ERROR_MESSAGES) as ProxyErrorCode[]) {

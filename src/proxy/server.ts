@@ -19,7 +19,7 @@ import { TLS_HANDSHAKE_TIMEOUT_MS } from '../tls/handshake.js';
 import { MAX_HEADER_BYTES } from './header-limit.js';
 import { responseInFlight } from '../server/http1-socket.js';
 import type { ProxyDeps } from './deps.js';
-import { proxyErrorBody } from './errors.js';
+import { isNotRetried, proxyErrorBody } from './errors.js';
 import { serveStream, type H2Peer } from './h2-stream.js';
 import { ProxyHandler } from './handler.js';
 
@@ -224,6 +224,7 @@ export function createProxyServer(deps: ProxyDeps, options: ProxyServerOptions =
         `request-id: ${requestId}`,
         `x-tokenproxy-request-id: ${requestId}`,
         'cache-control: no-store',
+        ...(isNotRetried(error.code) ? ['x-should-retry: false'] : []),
       ],
     })),
   );
