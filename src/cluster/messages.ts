@@ -20,6 +20,18 @@ export interface MetricsReply {
   readonly error?: string;
 }
 
+/** The primary asks a worker for its own series (it answers with its registry's JSON). */
+export interface SeriesRequest {
+  readonly type: 'tokenproxy:series';
+  readonly id: number;
+}
+
+export interface SeriesReply {
+  readonly type: 'tokenproxy:series-reply';
+  readonly id: number;
+  readonly series: readonly unknown[];
+}
+
 function typed(message: unknown, type: string): boolean {
   return typeof message === 'object' && message !== null && (message as { type?: unknown }).type === type;
 }
@@ -27,3 +39,5 @@ function typed(message: unknown, type: string): boolean {
 export const isReady = (m: unknown): m is ReadyMessage => typed(m, 'tokenproxy:ready');
 export const isMetricsRequest = (m: unknown): m is MetricsRequest => typed(m, 'tokenproxy:metrics');
 export const isMetricsReply = (m: unknown): m is MetricsReply => typed(m, 'tokenproxy:metrics-reply');
+export const isSeriesRequest = (m: unknown): m is SeriesRequest => typed(m, 'tokenproxy:series');
+export const isSeriesReply = (m: unknown): m is SeriesReply => typed(m, 'tokenproxy:series-reply');

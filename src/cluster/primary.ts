@@ -1,6 +1,6 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
-import { AggregatorRegistry, Counter, Gauge, Registry } from 'prom-client';
+import { Counter, Gauge, Registry } from 'prom-client';
 import { bootstrapDefaultAccount } from '../accounts/create-account.js';
 import { ConfigError } from '../config/config-error.js';
 import type { Config } from '../config/load.js';
@@ -12,6 +12,7 @@ import { createCountryResolver } from '../requestlog/country.js';
 import { loadTlsMaterial } from '../tls/tls-material.js';
 import { openKek } from '../vault/open-kek.js';
 import { isMetricsRequest, isReady, type MetricsReply } from './messages.js';
+import { ServiceMetrics } from './service-metrics.js';
 import { crashesInARow, restartDelayMs, shouldGiveUp } from './restart-backoff.js';
 import { CERTIFICATE_GENERATED_ENV, WORKER_SLOT_ENV } from './worker-env.js';
 
@@ -119,7 +120,7 @@ async function supervise(
     help: 'Workers restarted by the primary after they died.',
     registers: [registry],
   });
-  const aggregator = new AggregatorRegistry();
+  const serviceMetrics = new ServiceMetrics();
   const slots: Slot[] = Array.from({ length: config.workers }, () => ({
     worker: undefined,
     startedAt: 0,
@@ -166,6 +167,7 @@ async function supervise(
       }
     });
     worker.on('exit', (code, signal) => {
+      serviceMetrics.retire(worker.id);
       slot.worker = undefined;
       slot.ready = false;
       countRunning();
@@ -212,9 +214,10 @@ async function supervise(
     });
   };
 
-  /** Every worker's series, summed where prom-client's aggregators say so, plus the primary's. */
+  /** Every worker's series (a replaced one's counts included), plus the primary's. */
   const gather = async (): Promise<string> => {
-    const workers = await aggregator.clusterMetrics();
+    const live = slots.flatMap((s) => (s.worker === undefined ? [] : [s.worker]));
+    const workers = await serviceMetrics.gather(live);
     return `${workers}\n${await registry.metrics()}`;
   };
 

@@ -1,15 +1,21 @@
 import type { Logger } from 'pino';
-import { AggregatorRegistry, Registry } from 'prom-client';
+import { Registry } from 'prom-client';
 import type { Config } from '../config/load.js';
 import { startServer } from '../server/start.js';
-import { isMetricsReply, type MetricsRequest, type ReadyMessage } from './messages.js';
+import {
+  isMetricsReply,
+  isSeriesRequest,
+  type MetricsRequest,
+  type ReadyMessage,
+  type SeriesReply,
+} from './messages.js';
 import { certificateGeneratedByPrimary } from './worker-env.js';
 
 const METRICS_TIMEOUT_MS = 10_000;
 
 /**
- * GET /metrics in a worker: the primary gathers every worker's registry (prom-client's
- * AggregatorRegistry over the cluster channel) and answers with one text for the whole service,
+ * GET /metrics in a worker: the primary gathers every worker's registry over the cluster channel
+ * (src/cluster/service-metrics.ts) and answers with one text for the whole service,
  * so one scrape of either port's management listener sees everything, whichever worker it reaches.
  */
 class ServiceRegistry extends Registry {
@@ -54,10 +60,16 @@ class ServiceRegistry extends Registry {
  * SIGINT, SIGHUP, or when the primary goes away, and resolves to the exit code.
  */
 export async function runWorker(config: Config, logger: Logger): Promise<number> {
-  // Listens for the primary's gatherings from the start: a worker still starting answers with no
-  // series instead of holding every scrape up until prom-client's timeout.
-  AggregatorRegistry.setRegistries([new Registry()]);
-  new AggregatorRegistry();
+  // Answers the primary's gatherings from the start: a worker still starting answers with no
+  // series instead of holding every scrape up until the primary's timeout.
+  let own: Registry | undefined;
+  process.on('message', (message: unknown) => {
+    if (!isSeriesRequest(message)) return;
+    void (own?.getMetricsAsJSON() ?? Promise.resolve([])).then((series) => {
+      const reply: SeriesReply = { type: 'tokenproxy:series-reply', id: message.id, series };
+      if (process.connected) process.send?.(reply);
+    });
+  });
   const banner: string[] = [];
   const server = await startServer(config, {
     env: process.env,
@@ -67,7 +79,7 @@ export async function runWorker(config: Config, logger: Logger): Promise<number>
       certificateGenerated: certificateGeneratedByPrimary(process.env),
       metrics(local) {
         // Answer the primary's gathering with this worker's own series.
-        AggregatorRegistry.setRegistries([local]);
+        own = local;
         return new ServiceRegistry();
       },
     },

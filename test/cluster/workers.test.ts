@@ -233,6 +233,9 @@ describe('serve --workers 2 (the real binary)', () => {
       SLOW_POLL,
     );
     expect(text).toContain('tokenproxy_worker_restarts_total 1');
+    // The killed worker's counts stay in the sums (a drop would read as a counter reset): the six
+    // of the first test, every one scraped before the kill, and the four since.
+    expect(forwarded(text)).toBe(10);
     expect(server.stdout()).toMatch(
       new RegExp(`"pid":${victim},"code":null,"signal":"SIGKILL".*"msg":"worker died; restarting it"`),
     );
