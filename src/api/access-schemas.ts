@@ -1,10 +1,9 @@
 import { Type } from 'typebox';
 import { AUDIT_ACTIONS } from '../audit/action-names.js';
-import { ListQuery, Name, component } from './schemas.js';
+import { ListQuery, Name, Timestamp, component } from './schemas.js';
 
 /** Schemas of the API-key and audit routes (issue 18), registered as shared components. */
 
-const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC with milliseconds' });
 const Scope = Type.Union([Type.Literal('full'), Type.Literal('read')], {
   description: '"full" may do everything; "read" only GET (every write answers 403 insufficient_scope)',
 });

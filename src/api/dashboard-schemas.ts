@@ -1,14 +1,12 @@
 import { Type } from 'typebox';
 import { REFUSAL_REASONS } from '../requestlog/rollups.js';
-import { BudgetSchema, RateLimitSchema } from './schemas.js';
+import { BudgetSchema, Name, RateLimitSchema, Timestamp } from './schemas.js';
 
 /** Schemas of the endpoints the dashboard added (DESIGN §12): token edits, the kill switch, usage. */
 
-const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC with milliseconds' });
-
 export const PatchTokenBody = Type.Object(
   {
-    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    name: Type.Optional(Name),
     allowed_hosts: Type.Optional(
       Type.Array(Type.String(), {
         description: 'replaces the list; host names, *.wildcards or full origins',

@@ -6,7 +6,7 @@ import { DISPLAY_NAME_PATTERN, DISPLAY_NAME_RULE } from '../rules/display-name.j
  * generate `/v1/openapi.json`, so the document cannot drift from what the server does.
  */
 
-const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC with milliseconds' });
+export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC with milliseconds' });
 const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
 
 const ErrorBodySchema = Type.Object({

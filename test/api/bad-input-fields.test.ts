@@ -10,7 +10,8 @@ const BUILTIN_IDS = ['anthropic', 'deepseek', 'gemini', 'groq', 'mistral', 'open
 
 for (const fixture of databases) {
   describe.skipIf(!fixture.available)(`bad input to the management API (${fixture.name})`, () => {
-    const { post, make } = useBadInputSuite(fixture);
+    const suite = useBadInputSuite(fixture);
+    const { post, make } = suite;
 
     describe('field types, missing and unknown fields', () => {
       it.each([
@@ -57,6 +58,23 @@ for (const fixture of databases) {
         const error = expectError(await post(tokenBody({ name })), 400, 'invalid_parameter', 'name');
         expect(error.message).toContain('no line breaks');
         expect(error.message).toContain('bidirectional-text controls');
+      });
+
+      it.each([
+        ['a line break', 'prod\r\nBcc: attacker@evil.example'],
+        ['a bidirectional override', 'evil\u202Eexe.live'],
+        ['only spaces', '   '],
+      ])('refuses a renamed token whose name has %s, as on creation (PATCH)', async (_what, name) => {
+        const { c } = suite;
+        const list = ok<{ data: TokenJson[] }>(await c.request('GET', '/v1/tokens'));
+        const id = list.data[0]?.token_id ?? '';
+        const error = expectError(
+          await c.request('PATCH', `/v1/tokens/${id}`, { body: { name } }),
+          400,
+          'invalid_parameter',
+          'name',
+        );
+        expect(error.message).toContain('no line breaks');
       });
 
       it('refuses rate_limit without requests or window, naming the nested field', async () => {

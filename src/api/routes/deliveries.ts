@@ -5,9 +5,7 @@ import type { DeliveryRecord } from '../../store/dashboard-records.js';
 import type { DeliveryAttempt } from '../../store/webhook-tool-records.js';
 import type { ApiDeps, ApiServer } from '../context.js';
 import { listBody, pageQuery } from '../pagination.js';
-import { IdParams, ListQuery, listOf } from '../schemas.js';
-
-const Timestamp = Type.String({ format: 'date-time' });
+import { IdParams, ListQuery, Timestamp, listOf } from '../schemas.js';
 
 export const DeliveryObject = Type.Object({
   delivery_id: Type.String(),
