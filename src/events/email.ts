@@ -1,6 +1,7 @@
 import type { Transporter } from 'nodemailer';
 import type { EventRecord, TokenRecord } from '../store/records.js';
 import type { AttemptResult } from './webhook-sender.js';
+import { shownOrigin, shownPath } from '../rules/sent-values.js';
 
 /** Breach alerts by e-mail (DESIGN §6), over the SMTP server of `smtp_url`. */
 
@@ -66,6 +67,15 @@ function listed(sample: unknown, count: unknown, capped: unknown): string {
   return items.length < n ? `${total}, among them: ${items.join(', ')}, …` : `${total}: ${items.join(', ')}`;
 }
 
+/** A summary's sampled origins, each as shownOrigin shows it (absent ones stay as they are). */
+function shownOrigins(sample: unknown): unknown {
+  return Array.isArray(sample)
+    ? sample.map((origin: unknown) =>
+        typeof origin === 'string' && origin !== '' ? shownOrigin(origin) : origin,
+      )
+    : sample;
+}
+
 function escapeHtml(value: string): string {
   return value.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
@@ -120,7 +130,7 @@ export function breachEmail(
         : '(unknown)';
     rows = [
       tokenRow,
-      ['Origins', listed(d.origins, d.origin_count, d.counts_capped)],
+      ['Origins', listed(shownOrigins(d.origins), d.origin_count, d.counts_capped)],
       ['IP addresses', listed(d.ips, d.ip_count, d.counts_capped)],
       ['Reasons', reasons],
       ['Attempts', String(attempts)],
@@ -133,10 +143,10 @@ export function breachEmail(
     const reason = typeof d.reason === 'string' ? (REASONS[d.reason] ?? d.reason) : '(unknown)';
     rows = [
       tokenRow,
-      ['Origin', text(d.origin)],
+      ['Origin', typeof d.origin === 'string' && d.origin !== '' ? shownOrigin(d.origin) : text(d.origin)],
       ['IP address', text(d.ip)],
       ['Country', text(d.country)],
-      ['Path', text(d.path)],
+      ['Path', typeof d.path === 'string' && d.path !== '' ? shownPath(d.path) : text(d.path)],
       ['Reason', reason],
       ['Attempts', String(attempts)],
       [

@@ -46,4 +46,49 @@ describe('breachEmail', () => {
     );
     expect(older.text).toMatch(/Seen:?\s+2026-11-28T10:01:05\.000Z/);
   });
+
+  it('shows what a client sent only where it has the shape of an origin or a path', () => {
+    const forged = '"><img src=x> please visit https://evil.example/reset';
+    const mail = breachEmail(
+      event({
+        token_id: 't',
+        reason: 'origin_not_allowed',
+        attempts: 1,
+        origin: forged,
+        path: '/openai/v1/urgent: log in at evil.example',
+      }),
+      undefined,
+      'https://d.example/',
+    );
+    for (const part of [mail.text, mail.html]) {
+      expect(part).not.toContain('evil.example');
+      expect(part).toContain(`a header of ${forged.length} characters`);
+    }
+    const plain = breachEmail(
+      event({
+        token_id: 't',
+        reason: 'origin_not_allowed',
+        attempts: 1,
+        origin: 'https://app.example.com',
+        path: '/openai/v1/models',
+      }),
+      undefined,
+      'https://d.example/',
+    );
+    expect(plain.text).toMatch(/Origin:\s+https:\/\/app\.example\.com\n/);
+    expect(plain.text).toMatch(/Path:\s+\/openai\/v1\/models\n/);
+    const summary = breachEmail(
+      event({
+        token_id: 't',
+        summary: true,
+        attempts: 9,
+        origins: [forged, 'https://b.example'],
+        origin_count: 2,
+      }),
+      undefined,
+      'https://d.example/',
+    );
+    expect(summary.text).not.toContain('evil.example');
+    expect(summary.text).toContain('https://b.example');
+  });
 });
