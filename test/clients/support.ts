@@ -19,7 +19,6 @@ export interface ClientTestServer {
   /** API key of a fresh account on plan `unlimited`. */
   newAccount(): Promise<string>;
   /** Whether the running server has this (method, path) in its OpenAPI document. */
-  hasRoute(method: string, path: string): Promise<boolean>;
   stop(): Promise<void>;
 }
 
@@ -31,7 +30,6 @@ export async function startClientTestServer(): Promise<ClientTestServer> {
   const caFile = path.join(dataDir, 'tls', 'cert.pem');
   const ca = await readFile(caFile, 'utf8');
   const baseUrl = `${server.apiUrl}/v1`;
-  let openapi: { paths: Record<string, Record<string, unknown>> } | undefined;
   return {
     server,
     dataDir,
@@ -54,32 +52,11 @@ export async function startClientTestServer(): Promise<ClientTestServer> {
       if (res.code !== 0) throw new Error(res.stderr);
       return (JSON.parse(res.stdout) as { api_key: string }).api_key;
     },
-    async hasRoute(method, route) {
-      openapi ??= await fetchOpenApi(baseUrl, ca);
-      const oaPath = route.replace(/:(\w+)/g, '{$1}');
-      return openapi.paths[oaPath]?.[method.toLowerCase()] !== undefined;
-    },
     async stop() {
       await server.stop();
       await rm(dataDir, { recursive: true, force: true });
     },
   };
-}
-
-export async function fetchOpenApi(
-  baseUrl: string,
-  ca: string,
-): Promise<{ paths: Record<string, Record<string, unknown>> }> {
-  const { request } = await import('node:https');
-  return new Promise((resolve, reject) => {
-    const req = request(`${baseUrl}/openapi.json`, { ca }, (res) => {
-      let text = '';
-      res.on('data', (d: Buffer) => (text += d.toString()));
-      res.on('end', () => resolve(JSON.parse(text) as { paths: Record<string, Record<string, unknown>> }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
 }
 
 /**

@@ -16,7 +16,6 @@ FREE_API_KEY = ENV.get("TOKENPROXY_TEST_FREE_API_KEY")
 DROP_URL = ENV.get("TOKENPROXY_TEST_DROP_URL")
 #: A TCP pass-through to the server that counts connections (the Node side checks the count).
 COUNT_URL = ENV.get("TOKENPROXY_TEST_COUNT_URL")
-HAS_WEBHOOKS = ENV.get("TOKENPROXY_TEST_HAS_WEBHOOKS") == "1"
 SERVER = BASE_URL is not None and CA_FILE is not None and len(API_KEYS) >= 3
 
 

@@ -14,7 +14,6 @@ from _support import (
     COUNT_URL,
     DROP_URL,
     FREE_API_KEY,
-    HAS_WEBHOOKS,
     SERVER,
     fail_on_unclosed,
 )
@@ -268,7 +267,6 @@ class ServerTest(unittest.TestCase):
         # Trusting the generated certificate works through the same hop (the Node side counts 2).
         self.assertEqual(client(API_KEYS[0], base_url=COUNT_URL).account.get().plan, "unlimited")
 
-    @unittest.skipUnless(HAS_WEBHOOKS, "POST /v1/webhooks is not in this server build yet")
     def test_webhooks_and_a_real_delivery(self) -> None:
         received: List[Dict[str, Any]] = []
 
