@@ -98,12 +98,15 @@ export async function startRedis(options: { tls?: RedisTls } = {}): Promise<Test
     child = proc;
     const deadline = Date.now() + 30_000;
     for (;;) {
+      // Ours, not any Redis on that port: the port was free when chosen, and is chosen again on each
+      // restart, so a parallel file's server could hold it (a busy port makes ours exit).
+      if (proc.exitCode !== null) throw new Error(`redis-server on ${port} exited with ${proc.exitCode}`);
       try {
-        if ((await command(['PING'])) === 'PONG') return;
+        const info = String(await command(['INFO', 'server']));
+        if (new RegExp(`\\bprocess_id:${String(proc.pid)}\\b`).test(info)) return;
       } catch {
         // not listening yet
       }
-      if (proc.exitCode !== null) throw new Error(`redis-server exited with ${proc.exitCode}`);
       if (Date.now() > deadline) throw new Error(`redis-server on ${port} did not answer in 30 s`);
       await new Promise((r) => setTimeout(r, 50));
     }
