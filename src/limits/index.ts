@@ -22,7 +22,12 @@ export interface Limits {
 export interface LimitsOptions {
   readonly config: Pick<
     Config,
-    'plans' | 'anomalySpikeFactor' | 'anomalyMinRequests' | 'anomalyDistinctIps' | 'anomalyWarmupMs'
+    | 'plans'
+    | 'anomalySpikeFactor'
+    | 'anomalyMinRequests'
+    | 'anomalyDistinctIps'
+    | 'anomalyWarmupMs'
+    | 'workers'
   >;
   readonly store: Pick<Store, 'accounts'>;
   readonly anomalies: Pick<AnomalyWriter, 'onUnauthorized' | 'write'>;
@@ -36,12 +41,19 @@ export interface LimitsOptions {
   readonly planTtlMs?: number | undefined;
 }
 
+/**
+ * The anomaly settings of one process. Baselines are per process (docs/cluster.md), but the two
+ * floors are the service's: under `--workers N` node:cluster hands each worker about 1/N of a
+ * token's connections, so a worker holding the whole floor would report a spike only at N times it.
+ * Each worker takes its share (rounded up, at least 1).
+ */
 export function anomalySettingsFrom(config: LimitsOptions['config']): AnomalySettings {
+  const share = (floor: number): number => Math.max(1, Math.ceil(floor / Math.max(1, config.workers)));
   return {
     ...DEFAULT_ANOMALY_SETTINGS,
     spikeFactor: config.anomalySpikeFactor,
-    minRequests: config.anomalyMinRequests,
-    distinctIps: config.anomalyDistinctIps,
+    minRequests: share(config.anomalyMinRequests),
+    distinctIps: share(config.anomalyDistinctIps),
     warmupMs: config.anomalyWarmupMs,
   };
 }

@@ -57,4 +57,26 @@ describe('limits settings', () => {
       /anomaly_spike_factor/,
     );
   });
+
+  it.each([
+    // workers, anomaly_min_requests, anomaly_distinct_ips → each worker's floors
+    [1, 100, 20, 100, 20],
+    [2, 100, 20, 50, 10],
+    [3, 100, 20, 34, 7],
+    [8, 5, 3, 1, 1],
+  ])(
+    'under --workers %i the floors %i and %i are shared: each worker takes %i and %i',
+    (workers, min, ips, perMin, perIps) => {
+      const config = loadConfig({
+        flags: {},
+        env: {
+          TOKENPROXY_WORKERS: String(workers),
+          TOKENPROXY_REDIS: 'redis://127.0.0.1:6379',
+          TOKENPROXY_ANOMALY_MIN_REQUESTS: String(min),
+          TOKENPROXY_ANOMALY_DISTINCT_IPS: String(ips),
+        },
+      });
+      expect(anomalySettingsFrom(config)).toMatchObject({ minRequests: perMin, distinctIps: perIps });
+    },
+  );
 });

@@ -49,6 +49,7 @@ export function limitsAndUsage(
         anomalyMinRequests: l.anomalyMinRequests ?? DEFAULT_ANOMALY_SETTINGS.minRequests,
         anomalyDistinctIps: l.anomalyDistinctIps ?? DEFAULT_ANOMALY_SETTINGS.distinctIps,
         anomalyWarmupMs: l.anomalyWarmupMs ?? DEFAULT_ANOMALY_SETTINGS.warmupMs,
+        workers: 1,
       },
       store,
       anomalies: {
