@@ -1,6 +1,6 @@
 import { CLIENT_ERROR_MESSAGES } from '../errors/client-error.js';
 import { ERROR_CODES, type ErrorCode } from '../errors/codes.js';
-import { EXPOSE_HEADERS } from './cors.js';
+import { EXPOSE_HEADERS } from './exposed-headers.js';
 import { sendHead, type ProxyResponse } from './exchange-io.js';
 
 /** The codes the proxy answers with itself (DESIGN §4 table), each with its fixed human sentence. */

@@ -1,4 +1,4 @@
-import { EXPOSE_HEADERS } from './cors.js';
+import { EXPOSE_HEADERS } from './exposed-headers.js';
 import { redactText } from './redact.js';
 
 /**
