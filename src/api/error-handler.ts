@@ -204,6 +204,19 @@ function describe(e: AjvError): string {
   }
 }
 
+/** The management API's one error body (DESIGN §5), for routes and for the listener's own refusals. */
+export function apiErrorBody(error: TokenProxyError, requestId: string): { error: Record<string, string> } {
+  return {
+    error: {
+      type: error.type,
+      code: error.code,
+      message: error.message,
+      ...(error.param === undefined ? {} : { param: error.param }),
+      request_id: requestId,
+    },
+  };
+}
+
 export function sendError(
   request: FastifyRequest,
   reply: FastifyReply,
@@ -212,13 +225,5 @@ export function sendError(
   if (error.headers) void reply.headers(error.headers);
   // Also set here for answers Fastify gives outside the route's hooks (frameworkErrors).
   void reply.header('x-request-id', request.id);
-  return reply.code(error.status).send({
-    error: {
-      type: error.type,
-      code: error.code,
-      message: error.message,
-      ...(error.param === undefined ? {} : { param: error.param }),
-      request_id: request.id,
-    },
-  });
+  return reply.code(error.status).send(apiErrorBody(error, request.id));
 }

@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net';
 import type { FastifyBaseLogger, FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { TokenProxyError } from '../errors/tokenproxy-error.js';
-import { sendError } from './error-handler.js';
+import { apiErrorBody, sendError } from './error-handler.js';
 import { answerClientErrors } from '../errors/client-error.js';
 
 /**
@@ -40,9 +40,7 @@ export function clientErrorHandler(
   log: FastifyBaseLogger,
 ): (err: Error & { code?: string }, socket: Socket) => void {
   return answerClientErrors(log, (error, requestId) => ({
-    body: JSON.stringify({
-      error: { type: error.type, code: error.code, message: error.message, request_id: requestId },
-    }),
+    body: JSON.stringify(apiErrorBody(error, requestId)),
   }));
 }
 
