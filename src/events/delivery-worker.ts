@@ -4,6 +4,7 @@ import type { ClaimedDelivery } from '../store/records.js';
 import type { ClaimFilter, DeliveryOutcome, DisablePolicy, Store } from '../store/store.js';
 import type { AttemptResult } from './webhook-sender.js';
 import { settlesWithin } from '../server/settles-within.js';
+import { canonical } from '../rules/duration.js';
 
 /**
  * Sends one claimed delivery. `permanent` failures are not retried (nothing left to send it to).
@@ -222,7 +223,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
       delivery.channel === 'webhook' && !result.ok
         ? {
             failingSinceAtOrBefore: new Date(at.getTime() - options.disableAfterMs).toISOString(),
-            reason: `Disabled at ${at.toISOString()}: every delivery attempt failed for more than ${formatDuration(options.disableAfterMs)} (last error: ${result.error}). Fix the receiver, then re-enable it: PATCH /v1/webhooks/:id {"enabled": true}.`,
+            reason: `Disabled at ${at.toISOString()}: every delivery attempt failed for more than ${canonical(options.disableAfterMs)} (webhook_disable_after; last error: ${result.error}). Fix the receiver, then re-enable it: PATCH /v1/webhooks/:id {"enabled": true}.`,
           }
         : undefined;
     try {
@@ -280,15 +281,4 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
       while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
     },
   };
-}
-
-export function formatDuration(ms: number): string {
-  const units: [number, string][] = [
-    [86_400_000, 'd'],
-    [3_600_000, 'h'],
-    [60_000, 'min'],
-    [1000, 's'],
-  ];
-  for (const [size, unit] of units) if (ms >= size && ms % size === 0) return `${ms / size} ${unit}`;
-  return `${ms} ms`;
 }

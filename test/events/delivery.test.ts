@@ -180,7 +180,7 @@ for (const fixture of databases) {
         };
         return w.disabled_at === null ? undefined : w;
       });
-      expect(disabled.disabled_reason).toMatch(/failed for more than 250 ms/);
+      expect(disabled.disabled_reason).toMatch(/failed for more than 250ms \(webhook_disable_after;/);
       expect(disabled.failing_since).not.toBeNull();
       expect(await h.db.store.deliveries.countPending()).toBe(0);
       const before = receiver.requests.length;
