@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { isIP } from 'node:net';
 import type { CountryResponse, Reader } from 'maxmind';
-import { ConfigError } from '../config/load.js';
+import { ConfigError } from '../config/config-error.js';
 
 /**
  * Country code of a request's client, or null when unknown. Synchronous: called per request.

@@ -1,4 +1,5 @@
 import { Worker } from 'node:worker_threads';
+import { envName } from '../config/settings.js';
 import { KekError } from './kek-error.js';
 import {
   asBuffer,
@@ -203,6 +204,5 @@ export async function openPkcs11Kek(options: Pkcs11Options): Promise<Pkcs11Kek> 
 }
 
 function settingError(setting: Pkcs11Setting, message: string): KekError {
-  const env = `TOKENPROXY_${setting.toUpperCase()}`;
-  return new KekError(setting, `Setting "${setting}" (${env}): ${message}.`);
+  return new KekError(setting, `Setting "${setting}" (${envName(setting)}): ${message}.`);
 }
