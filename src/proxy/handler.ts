@@ -13,8 +13,8 @@ import { TokenCache, type TokenEntry } from './token-cache.js';
 import { Upstreams } from './upstream.js';
 
 /**
- * The proxy's request flow (specification §1, DESIGN §4), in order:
- * route → token (format, lookup, revoked, expired, provider) → origin → IP → decrypt → forward.
+ * The proxy's request flow (specification §1, DESIGN §4), in order: route → token (format, lookup,
+ * revoked, expired, provider) → origin → IP → rate limit → quota → budget → decrypt → forward.
  * Everything up to the store lookup is synchronous, and a cached lookup keeps it so until the
  * upstream dispatch. Each request is one `Exchange` (exchange.ts); a request that is let through is
  * forwarded by a `Relay` (relay.ts), undici's dispatch handler for the provider's answer.

@@ -8,7 +8,8 @@ import type { RetentionRepo } from './retention-records.js';
 import type { KeyRepo, TokenRepo } from './token-records.js';
 import type { WebhookToolRepo } from './webhook-tool-records.js';
 
-// The repos' types live in a module per capability; importers keep reaching them all through here.
+// The repos' types live in a module per capability; these are re-exported so importers reach them
+// through here (access, dashboard, retention and webhook-tool records are imported from their own).
 export type * from './account-records.js';
 export type * from './event-records.js';
 export type * from './kek-records.js';
