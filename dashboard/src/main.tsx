@@ -1,5 +1,12 @@
 import 'uplot/dist/uPlot.min.css';
-import './styles.css';
+// In cascade order: the base (variables, reset) first, the narrow screens' overrides last.
+import './styles/base.css';
+import './styles/shell.css';
+import './styles/page.css';
+import './styles/tables.css';
+import './styles/controls.css';
+import './styles/sign-in.css';
+import './styles/responsive.css';
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, whenSignedOut, type Account } from './api';
