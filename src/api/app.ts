@@ -120,6 +120,9 @@ export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promis
 
   app.addHook('onSend', async (request, reply) => {
     void reply.header('x-request-id', request.id);
+    // Every answer declares its type truthfully (JSON, the dashboard's assets): no browser may
+    // read one as another (an error echoing a caller's value as HTML, say).
+    void reply.header('x-content-type-options', 'nosniff');
   });
   app.addHook('onResponse', async (request, reply) => {
     // Method, route and status only: never headers, bodies or query strings.

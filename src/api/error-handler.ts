@@ -225,5 +225,6 @@ export function sendError(
   if (error.headers) void reply.headers(error.headers);
   // Also set here for answers Fastify gives outside the route's hooks (frameworkErrors).
   void reply.header('x-request-id', request.id);
+  void reply.header('x-content-type-options', 'nosniff');
   return reply.code(error.status).send(apiErrorBody(error, request.id));
 }

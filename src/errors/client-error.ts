@@ -76,6 +76,7 @@ function writeClientError(
   socket.write(
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\n` +
       'content-type: application/json; charset=utf-8\r\n' +
+      'x-content-type-options: nosniff\r\n' +
       `content-length: ${Buffer.byteLength(body)}\r\n` +
       `x-request-id: ${requestId}\r\n` +
       headers.map((line) => `${line}\r\n`).join('') +

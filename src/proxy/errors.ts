@@ -194,6 +194,8 @@ export function writeProxyError(
     String(Buffer.byteLength(body)),
     'cache-control',
     'no-store',
+    'x-content-type-options',
+    'nosniff',
     'x-request-id',
     requestId,
     'request-id',

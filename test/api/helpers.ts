@@ -152,6 +152,7 @@ export function errorOf(res: ApiResponse): ErrorJson {
   if ('param' in error) expect(error.param).toBeTypeOf('string');
   expect(error.request_id).toMatch(/^\S+$/);
   expect(res.headers['x-request-id']).toBe(error.request_id);
+  expect(res.headers['x-content-type-options']).toBe('nosniff');
   expect(isErrorCode(error.code), `unknown error code ${error.code}`).toBe(true);
   if (isErrorCode(error.code)) {
     expect(res.status).toBe(ERROR_CODES[error.code].status);
@@ -176,6 +177,7 @@ export function expectError(res: ApiResponse, status: number, code: string, para
 export function ok<T>(res: ApiResponse, status = 200): T {
   expect(res.status, res.text).toBe(status);
   expect(res.headers['x-request-id']).toMatch(/^\S+$/);
+  expect(res.headers['x-content-type-options']).toBe('nosniff');
   return res.body as T;
 }
 

@@ -65,6 +65,7 @@ describe('requests the HTTP/1.1 parser refuses, on the proxy listener', () => {
       expect(head.toLowerCase()).toContain(`\r\n${name}: ${json.error.request_id.toLowerCase()}`);
     }
     expect(head.toLowerCase()).toContain('cache-control: no-store');
+    expect(head.toLowerCase()).toContain('\r\nx-content-type-options: nosniff\r\n');
     // The same bytes are refused again: the SDKs are told not to retry (they would, on a 4xx of theirs).
     expect(head.toLowerCase()).toContain('\r\nx-should-retry: false\r\n');
     // One info line with the parser's code and the request id; never the request's bytes.

@@ -76,6 +76,7 @@ export function describeErrorRows(protocol: Protocol): void {
         ): Promise<void> {
           expect(res.status).toBe(status);
           expect(res.headers['content-type']).toBe('application/json');
+          expect(res.headers['x-content-type-options']).toBe('nosniff');
           const id = res.headers['x-tokenproxy-request-id'];
           expect(id).toMatch(/^req_[1-9A-HJ-NP-Za-km-z]{22}$/);
           // The Anthropic SDKs read `request-id`, the OpenAI SDKs `x-request-id`.
