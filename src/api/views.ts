@@ -6,7 +6,6 @@ import {
   tokenStatusAt,
   type AccountRecord,
   type AnomalyEntry,
-  type EventRecord,
   type ProviderKeyRecord,
   type TokenRecord,
   type WebhookRecord,
@@ -14,7 +13,6 @@ import {
 import type {
   AccountObject,
   AnomalyObject,
-  EventObject,
   KeyObject,
   ProviderObject,
   TokenObject,
@@ -128,8 +126,4 @@ export function webhookView(webhook: WebhookRecord): Static<typeof WebhookObject
     disabled_reason: webhook.disabledReason,
     failing_since: webhook.failingSince,
   };
-}
-
-export function eventView(event: EventRecord): Static<typeof EventObject> {
-  return { id: event.id, type: event.type, created_at: event.createdAt, data: { ...event.data } };
 }

@@ -1,4 +1,5 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { eventJson } from './event-json.js';
 import { request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
 import type { EventRecord } from '../store/records.js';
@@ -43,9 +44,9 @@ export const CUT_OFF: AttemptResult = {
   errorClass: 'other',
 };
 
-/** The delivery body: what `GET /v1/events` lists, in a fixed field order. */
+/** The delivery body: what `GET /v1/events` lists (event-json.ts). */
 export function eventBody(event: EventRecord): string {
-  return JSON.stringify({ id: event.id, type: event.type, created_at: event.createdAt, data: event.data });
+  return JSON.stringify(eventJson(event));
 }
 
 /**

@@ -3,7 +3,7 @@ import { LISTED_EVENT_TYPES } from '../../events/publisher.js';
 import type { ApiDeps, ApiServer } from '../context.js';
 import { listBody, pageQuery } from '../pagination.js';
 import { EventObject, ListQuery, listOf } from '../schemas.js';
-import { eventView } from '../views.js';
+import { eventJson } from '../../events/event-json.js';
 
 export function eventRoutes(app: ApiServer, deps: ApiDeps): void {
   app.get(
@@ -23,7 +23,7 @@ export function eventRoutes(app: ApiServer, deps: ApiDeps): void {
     async (request) => {
       const { query } = request;
       const page = await deps.store.events.list(request.account.id, { type: query.type }, pageQuery(query));
-      return listBody(page, eventView);
+      return listBody(page, eventJson);
     },
   );
 }
