@@ -1,5 +1,6 @@
 import { CLIENT_ERROR_MESSAGES } from '../errors/client-error.js';
 import { ERROR_CODES, type ErrorCode } from '../errors/codes.js';
+import { quote } from '../rules/text.js';
 import { EXPOSE_HEADERS } from './exposed-headers.js';
 import { sendHead, type ProxyResponse } from './exchange-io.js';
 
@@ -64,7 +65,7 @@ export function routeNotFoundMessage(prefix: string | undefined, providers: read
   const asked =
     prefix === undefined || prefix === ''
       ? 'The path names no provider.'
-      : `No provider ${JSON.stringify(prefix.length > 40 ? `${prefix.slice(0, 40)}…` : prefix)}.`;
+      : `No provider ${quote(prefix, 40)}.`;
   return (
     `${asked} Use https://<proxy>/<provider>/<provider path>, e.g. /openai/v1/chat/completions; ` +
     `providers here: ${providers.join(', ')}.`

@@ -1,3 +1,4 @@
+import { quote } from './text.js';
 /**
  * Durations written by people: rate-limit windows (`15 minutes`, `1h`) and server timeouts
  * (`drain_timeout=10s`). Grammar: a whole number, an optional single space, a unit; case-insensitive.
@@ -43,9 +44,9 @@ const WINDOW_FORMS =
 export function parseWindow(text: string, label = 'rate_limit.window'): DurationResult {
   const parsed = parse(text);
   if (parsed === undefined || parsed.unit === 1)
-    return { ok: false, message: `${label} ${quoted(text)} is not valid: ${WINDOW_FORMS}` };
+    return { ok: false, message: `${label} ${quote(text, 40)} is not valid: ${WINDOW_FORMS}` };
   if (parsed.ms < MIN_WINDOW_MS || parsed.ms > MAX_WINDOW_MS) {
-    return { ok: false, message: `${label} ${quoted(text)} is out of range: ${WINDOW_FORMS}` };
+    return { ok: false, message: `${label} ${quote(text, 40)} is out of range: ${WINDOW_FORMS}` };
   }
   return { ok: true, ms: parsed.ms, canonical: canonical(parsed.ms) };
 }
@@ -58,9 +59,10 @@ export function parseDuration(text: string, label = 'duration'): DurationResult 
   if (text === '0') return { ok: true, ms: 0, canonical: '0' };
   const parsed = parse(text);
   const forms = `use a whole number and a unit, e.g. "500ms", "10s", "2m", "1h" (units: ms, s, m, h, d; at most ${MAX_DURATION_MS} ms)`;
-  if (parsed === undefined) return { ok: false, message: `${label} ${quoted(text)} is not valid: ${forms}` };
+  if (parsed === undefined)
+    return { ok: false, message: `${label} ${quote(text, 40)} is not valid: ${forms}` };
   if (parsed.ms > MAX_DURATION_MS)
-    return { ok: false, message: `${label} ${quoted(text)} is too long: ${forms}` };
+    return { ok: false, message: `${label} ${quote(text, 40)} is too long: ${forms}` };
   return { ok: true, ms: parsed.ms, canonical: parsed.ms === 0 ? '0' : canonical(parsed.ms) };
 }
 
@@ -78,8 +80,4 @@ function parse(text: string): { ms: number; unit: number } | undefined {
 export function canonical(ms: number): string {
   for (const [name, size] of CANONICAL_UNITS) if (ms % size === 0) return `${ms / size}${name}`;
   return `${ms}ms`;
-}
-
-function quoted(text: string): string {
-  return JSON.stringify(text.length > 40 ? `${text.slice(0, 40)}\u2026` : text);
 }

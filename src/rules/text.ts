@@ -2,8 +2,8 @@
  * Echo a caller's value inside an error message. Values here are host names, IPs and windows (never
  * secrets), but they come from callers, so keep them short and quoted to make odd characters visible.
  */
-export function quote(value: string): string {
-  return JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}\u2026` : value);
+export function quote(value: string, max = 80): string {
+  return JSON.stringify(value.length > max ? `${value.slice(0, max)}\u2026` : value);
 }
 
 const WHITESPACE = /\s/u;

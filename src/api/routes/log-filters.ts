@@ -1,3 +1,4 @@
+import { quote } from '../../rules/text.js';
 import { ERROR_CODES } from '../../errors/codes.js';
 import { TokenProxyError } from '../../errors/tokenproxy-error.js';
 import { LATEST_INSTANT, storedInstant } from '../../rules/instant.js';
@@ -31,7 +32,7 @@ export function timestampParam(param: string, value: string | undefined): string
   if (Number.isNaN(ms)) {
     throw invalid(
       param,
-      `expected an ISO 8601 time with a zone such as "2026-05-01T00:00:00Z" or "2026-05-01T02:00:00+02:00", got ${JSON.stringify(value.slice(0, 40))}.`,
+      `expected an ISO 8601 time with a zone such as "2026-05-01T00:00:00Z" or "2026-05-01T02:00:00+02:00", got ${quote(value, 40)}.`,
     );
   }
   const stored = storedInstant(ms);
@@ -62,7 +63,7 @@ export function errorCodeParam(value: string | undefined): string | undefined {
   if (value === undefined || Object.hasOwn(ERROR_CODES, value)) return value;
   throw invalid(
     'error_code',
-    `unknown error code ${JSON.stringify(value.slice(0, 60))}; use a code from docs/errors.md such as upstream_timeout, origin_not_allowed or rate_limited.`,
+    `unknown error code ${quote(value, 60)}; use a code from docs/errors.md such as upstream_timeout, origin_not_allowed or rate_limited.`,
   );
 }
 
@@ -74,7 +75,7 @@ export function ipParam(value: string | undefined): string | undefined {
   if (parts === undefined) {
     throw invalid(
       'ip',
-      `expected one IPv4 or IPv6 address such as 203.0.113.7 or 2001:db8::1 (no range, no port), got ${JSON.stringify(value.slice(0, 60))}.`,
+      `expected one IPv4 or IPv6 address such as 203.0.113.7 or 2001:db8::1 (no range, no port), got ${quote(value, 60)}.`,
     );
   }
   const mapped = mappedIPv4(parts);

@@ -1,3 +1,4 @@
+import { quote } from '../../rules/text.js';
 import { Type } from 'typebox';
 import { TokenProxyError } from '../../errors/tokenproxy-error.js';
 import { REQUEST_ID_PREFIX, isSanitizedToken, isTokenId } from '../../ids/formats.js';
@@ -105,7 +106,7 @@ export function logRoutes(app: ApiServer, deps: ApiDeps): void {
       if (entry === undefined) {
         throw new TokenProxyError(
           'request_log_not_found',
-          `No request-log record with id ${JSON.stringify(id.slice(0, 60))} in your account. Request ids start with "req_" (the x-tokenproxy-request-id response header); records are kept for log_retention (GET /v1/account shows it) and are stored a moment after the request.`,
+          `No request-log record with id ${quote(id, 60)} in your account. Request ids start with "req_" (the x-tokenproxy-request-id response header); records are kept for log_retention (GET /v1/account shows it) and are stored a moment after the request.`,
           { param: 'id' },
         );
       }
