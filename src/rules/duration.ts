@@ -1,4 +1,5 @@
 import { quote } from './text.js';
+
 /**
  * Durations written by people: rate-limit windows (`15 minutes`, `1h`) and server timeouts
  * (`drain_timeout=10s`). Grammar: a whole number, an optional single space, a unit; case-insensitive.
