@@ -1,4 +1,5 @@
 import type { UnauthorizedReason } from '../anomalies/record.js';
+import { MAX_REFUSED_RECORD_BYTES } from '../requestlog/record.js';
 import { NO_ORIGIN_MESSAGE, providerMismatchMessage, type DeniedCode } from './errors.js';
 import type { Exchange } from './exchange.js';
 import type { TokenEntry } from './token-cache.js';
@@ -69,7 +70,8 @@ const LOGGED: ReadonlySet<DeniedCode> = new Set<DeniedCode>([
 function unauthorized(ex: Exchange, reason: UnauthorizedReason, alert?: boolean): void {
   try {
     ex.deps.onUnauthorized({
-      ...ex.observed(),
+      // Cut like the refusal's own record: a flood of refusals must not carry kilobytes each.
+      ...ex.observed(MAX_REFUSED_RECORD_BYTES),
       timestamp: new Date(ex.wallStart).toISOString(),
       reason,
       ...(alert === undefined ? {} : { alert }),

@@ -5,7 +5,7 @@ import { errorSummary } from '../errors/summary.js';
 import { newRequestId } from '../ids/formats.js';
 import type { ObservedRequest } from '../limits/anomaly-detector.js';
 import type { Admission } from '../limits/proxy-limits.js';
-import { recordOrigin, recordPath } from '../requestlog/record.js';
+import { MAX_RECORD_PATH_BYTES, recordOrigin, recordPath, recordTextLimit } from '../requestlog/record.js';
 import { clientIp, isTrustedPeer } from '../rules/ip-match.js';
 import { requestOrigin } from '../rules/origin-match.js';
 import type { Hold } from '../usage/budget-guard.js';
@@ -274,17 +274,17 @@ export class Exchange implements RelayOwner {
     this.#send();
   }
 
-  /** The request as the anomaly log records it; built only when an anomaly is found. */
-  observed(): ObservedRequest {
+  /** The request as the anomaly log records it (a refusal's cut shorter); built only on an anomaly. */
+  observed(maxBytes = MAX_RECORD_PATH_BYTES): ObservedRequest {
     const token = (this.#token as TokenEntry).token;
     return {
       requestId: this.requestId,
       accountId: token.accountId,
       tokenId: token.id,
-      origin: recordOrigin(this.origin, this.originHeader),
+      origin: recordOrigin(this.origin, this.originHeader, maxBytes),
       ip: this.ip,
       country: this.#countryOf(),
-      path: recordPath(this.path),
+      path: recordPath(this.path, maxBytes),
     };
   }
 
@@ -362,6 +362,7 @@ export class Exchange implements RelayOwner {
         : NO_USAGE;
     const upstreamMs = relay === null ? null : relay.upstreamMs;
     const forwarded = wasForwarded(relay !== null, this.errorCode);
+    const textLimit = recordTextLimit(forwarded);
     // Only forwarded requests use the plan quota (docs/limits.md).
     if (this.#quotaCounted && !forwarded && token !== undefined) deps.limits?.uncount(token, this.#ctx.now());
     if (this.#hold !== null) {
@@ -375,11 +376,11 @@ export class Exchange implements RelayOwner {
         accountId: token?.accountId ?? null,
         tokenId: token?.id ?? null,
         provider,
-        origin: recordOrigin(this.origin, this.originHeader),
+        origin: recordOrigin(this.origin, this.originHeader, textLimit),
         ip: this.ip,
         country: this.#countryOf(),
         pop: deps.config.pop,
-        path: recordPath(this.path),
+        path: recordPath(this.path, textLimit),
         status,
         authorized: this.#authorized,
         latencyMs: Math.round(this.addedMs),

@@ -92,6 +92,28 @@ for (const fixture of databases) {
       expect(got?.path).toBe(path.slice('/openai'.length));
     });
 
+    it('records at most 256 bytes of path and Origin of a refused request, in its anomaly entry too', async () => {
+      const path = `/openai/v1/${'p'.repeat(2100)}`;
+      const origin = `https://evil.example/${'o'.repeat(2100)}`;
+      const res = await rawGet(path, { origin });
+      expect(res.status).toBe(403);
+      const rec = await h.recordOf(res.requestId);
+      expect(rec).toMatchObject({ forwarded: false, errorCode: 'origin_not_allowed' });
+      const attempt = h.unauthorized.find((a) => a.requestId === res.requestId);
+      for (const [kept, sent] of [
+        [rec.path, path],
+        [rec.origin ?? '', origin],
+        [attempt?.path ?? '', path],
+        [attempt?.origin ?? '', origin],
+      ] as const) {
+        expect(Buffer.byteLength(kept)).toBeLessThanOrEqual(256);
+        expect(Buffer.byteLength(kept)).toBeGreaterThan(240);
+        expect(kept.endsWith('…[cut]')).toBe(true);
+        expect(sent.startsWith(kept.slice(0, -'…[cut]'.length))).toBe(true);
+      }
+      expect(h.mock.received).toEqual([]);
+    });
+
     it('strips X-Original-URL and X-Rewrite-URL, which some servers take as the real path', async () => {
       const res = await rawGet('/openai/v1/models', {
         'X-Original-URL': '/admin',

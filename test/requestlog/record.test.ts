@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import {
   MAX_RECORD_PATH_BYTES,
+  MAX_REFUSED_RECORD_BYTES,
   PATH_CUT_MARK,
   recordOrigin,
   recordPath,
+  recordTextLimit,
 } from '../../src/requestlog/record.js';
 
 describe('recordPath', () => {
@@ -55,5 +57,51 @@ describe('recordOrigin', () => {
     const kept = recordOrigin(undefined, `https://${'a'.repeat(8000)}.example`);
     expect(kept?.endsWith(PATH_CUT_MARK)).toBe(true);
     expect(Buffer.byteLength(kept ?? '')).toBeLessThanOrEqual(MAX_RECORD_PATH_BYTES);
+  });
+});
+
+describe('a refused request keeps less of what its sender chose', () => {
+  const bytes = (s: string): number => Buffer.byteLength(s);
+
+  it.each([
+    ['forwarded', true, 2048],
+    ['refused', false, 256],
+  ])('%s: %i bytes', (_name, forwarded, limit) => {
+    expect(recordTextLimit(forwarded)).toBe(limit);
+  });
+
+  it.each([
+    // name, value, forwarded, kept whole
+    ['a short path, refused', '/openai/v1/chat/completions', false, true],
+    ['85 characters, refused (decided without counting)', `/${'a'.repeat(84)}`, false, true],
+    ['exactly 256 bytes, refused', `/${'a'.repeat(255)}`, false, true],
+    ['257 bytes, refused', `/${'a'.repeat(256)}`, false, false],
+    ['257 bytes, forwarded', `/${'a'.repeat(256)}`, true, true],
+    ['2,100 bytes, refused', `/${'a'.repeat(2099)}`, false, false],
+    ['2,100 bytes, forwarded', `/${'a'.repeat(2099)}`, true, false],
+    ['2-byte characters over 256 bytes, refused', `/${'é'.repeat(200)}`, false, false],
+    ['astral characters over 256 bytes, refused', `/${'😀'.repeat(100)}`, false, false],
+  ])('%s', (_name, value, forwarded, whole) => {
+    const limit = recordTextLimit(forwarded);
+    for (const kept of [recordPath(value, limit), recordOrigin(undefined, value, limit) ?? '']) {
+      if (whole) {
+        // The very same string: nothing is allocated for a value that fits.
+        expect(kept).toBe(value);
+        continue;
+      }
+      expect(kept.endsWith(PATH_CUT_MARK)).toBe(true);
+      expect(bytes(kept)).toBeLessThanOrEqual(limit);
+      expect(bytes(kept)).toBeGreaterThan(limit - 4);
+      const start = kept.slice(0, -PATH_CUT_MARK.length);
+      expect(value.startsWith(start)).toBe(true);
+      expect(Buffer.from(start).toString()).toBe(start);
+    }
+  });
+
+  it('cuts to 256 bytes by the same rule as the 2,048-byte cut', () => {
+    expect(MAX_REFUSED_RECORD_BYTES).toBe(256);
+    const path = `/openai/${'b'.repeat(4000)}`;
+    const refused = recordPath(path, MAX_REFUSED_RECORD_BYTES);
+    expect(recordPath(path).startsWith(refused.slice(0, -PATH_CUT_MARK.length))).toBe(true);
   });
 });
