@@ -12,10 +12,18 @@ import { StoreUnavailableError } from '../store/errors.js';
  * - `queue_full`: the queue's count or byte bound was reached (oldest dropped first);
  * - `store_failed`: the store kept refusing a batch for a reason that is not an outage;
  * - `worker_lost`: held by a log worker that died (only records that are not kept until stored);
- * - `closed`: written after shutdown began, or still queued when it timed out.
+ * - `closed`: written after shutdown began, or still queued when it timed out;
+ * - `token_share`: one token already held its share of a queue shared by tokens (refused records of
+ *   a known token, anomaly entries; token-shares.ts): dropped on arrival, other tokens' items kept.
  */
-export type DropReason = 'queue_full' | 'store_failed' | 'worker_lost' | 'closed';
-export const DROP_REASONS: readonly DropReason[] = ['queue_full', 'store_failed', 'worker_lost', 'closed'];
+export type DropReason = 'queue_full' | 'store_failed' | 'worker_lost' | 'closed' | 'token_share';
+export const DROP_REASONS: readonly DropReason[] = [
+  'queue_full',
+  'store_failed',
+  'worker_lost',
+  'closed',
+  'token_share',
+];
 
 /** Counters a batcher reports, so operators see a backlog or losses before anyone asks. */
 export interface QueueMetrics {

@@ -1,6 +1,7 @@
 import type { AnomalyEntry } from '../store/records.js';
 import type { TokenUsage } from '../store/store.js';
 import type { DropReason } from './batcher.js';
+import { Lane, trimTarget } from './lane.js';
 import type { LogBudgets } from './log-budgets.js';
 import {
   decodePacked,
@@ -12,32 +13,47 @@ import {
   type ToLogThread,
 } from './log-protocol.js';
 import type { RequestLogRecord } from './record.js';
-import { anomalyEntryBytes, packedRecordBytes } from './record-size.js';
+import { anomalyEntryBytes } from './record-size.js';
+import { TokenShares, type PostedShares } from './token-shares.js';
 import { UsageTally } from './usage-tally.js';
 
 export type RecordsMessage = Extract<ToLogThread, { t: 'records' }>;
 export type OnDropped = (queue: LogQueue, count: number, reason: DropReason) => void;
 
+/** The queue a request record goes to (log-budgets.ts says why they are apart). */
+export function requestQueue(record: RequestLogRecord): LogQueue {
+  if (record.tokenId === null) return 'request_log_unmatched';
+  return record.forwarded ? 'request_log' : 'request_log_refused';
+}
+
 /**
  * What the proxy's thread holds for the log worker, with no I/O of its own (log-worker.ts posts
- * and restarts): three queues, each bounded by its budget (log-budgets.ts), and the usage tally.
+ * and restarts): four queues, each bounded by its budget (log-budgets.ts), and the usage tally.
  *
- * Records of a known token, anomaly entries and usage stay here after they are posted, until the
- * worker answers that the message is stored: a worker that dies loses none of them, they are posted
- * again to the next one (storing is idempotent per id). Records where no token matched are let go
- * once posted (a worker that dies with them loses them, counted), but still count against their
- * budget until stored, so a flood of them can never fill the worker.
+ * Records of a known token (forwarded and refused), anomaly entries and usage stay here after they
+ * are posted, until the worker answers that the message is stored: a worker that dies loses none of
+ * them, they are posted again to the next one (storing is idempotent per id). Records where no
+ * token matched are let go once posted (a worker that dies with them loses them, counted), but still
+ * count against their budget until stored, so a flood of them can never fill the worker.
+ *
+ * Refused records of a known token and anomaly entries are what anyone holding a public token can
+ * make at line rate: besides its own budget, each of those queues gives one token at most its share
+ * (token-shares.ts), so a flood with one token neither evicts other tokens' items nor, being
+ * apart, any forwarded record.
  */
 export class Handover {
   readonly #budgets: LogBudgets;
   readonly #onDropped: OnDropped;
-  readonly #keyed = new Lane('request_log');
-  readonly #unmatched = new Lane('request_log_unmatched');
+  readonly #keyed: Lane;
+  readonly #refusedShares = new TokenShares();
+  readonly #refused: Lane;
+  readonly #unmatched: Lane;
   #anomalies: AnomalyEntry[] = [];
   #anomalyBytes = 0;
   /** Anomaly entries and bytes posted and not yet stored. */
   #anomaliesPosted = 0;
   #anomalyBytesPosted = 0;
+  readonly #anomalyShares = new TokenShares();
   readonly #tally = new UsageTally();
   readonly #posted = new Map<number, Posted>();
   #usagePosted = 0;
@@ -46,24 +62,40 @@ export class Handover {
   constructor(budgets: LogBudgets, onDropped: OnDropped) {
     this.#budgets = budgets;
     this.#onDropped = onDropped;
+    this.#keyed = new Lane('request_log', budgets.keyedBytes);
+    this.#refused = new Lane('request_log_refused', budgets.refusedBytes, this.#refusedShares);
+    this.#unmatched = new Lane('request_log_unmatched', budgets.unmatchedBytes);
   }
 
   request(record: RequestLogRecord): void {
     this.#tally.add(record);
-    const lane = record.tokenId === null ? this.#unmatched : this.#keyed;
+    const tokenId = record.tokenId;
+    const lane = tokenId === null ? this.#unmatched : record.forwarded ? this.#keyed : this.#refused;
+    const max = this.#budgets.maxRecords;
     packRequest(lane.values, record);
     // Measured on the packed values, as trim measures what it drops: the two always agree.
-    lane.bytes += packedRecordBytes(lane.values, lane.values.length - REQUEST_WIDTH, REQUEST_WIDTH);
-    const budget = lane === this.#keyed ? this.#budgets.keyedBytes : this.#budgets.unmatchedBytes;
-    if (lane.bytes + lane.bytesPosted > budget || lane.count + lane.countPosted > this.#budgets.maxRecords)
-      this.#onDropped(lane.queue, lane.trim(budget, this.#budgets.maxRecords), 'queue_full');
+    const bytes = lane.lastBytes();
+    if (lane.shares !== null && tokenId !== null) {
+      if (!lane.shares.admits(tokenId, bytes, lane.budget, max)) {
+        lane.unpackLast();
+        return this.#onDropped(lane.queue, 1, 'token_share');
+      }
+      lane.shares.add(tokenId, bytes);
+    }
+    lane.bytes += bytes;
+    if (lane.bytes + lane.bytesPosted > lane.budget || lane.count + lane.countPosted > max)
+      this.#onDropped(lane.queue, lane.trim(max), 'queue_full');
   }
 
   anomaly(entry: AnomalyEntry): void {
-    this.#anomalies.push(entry);
-    this.#anomalyBytes += anomalyEntryBytes(entry);
+    const bytes = anomalyEntryBytes(entry);
     const budget = this.#budgets.anomalyBytes;
     const max = this.#budgets.maxRecords;
+    if (!this.#anomalyShares.admits(entry.tokenId, bytes, budget, max))
+      return this.#onDropped('anomaly_log', 1, 'token_share');
+    this.#anomalyShares.add(entry.tokenId, bytes);
+    this.#anomalies.push(entry);
+    this.#anomalyBytes += bytes;
     if (
       this.#anomalyBytes + this.#anomalyBytesPosted > budget ||
       this.#anomalies.length + this.#anomaliesPosted > max
@@ -73,25 +105,39 @@ export class Handover {
 
   /** Items waiting to be posted (the caller posts early once there are many). */
   get waiting(): number {
-    return this.#keyed.count + this.#unmatched.count + this.#anomalies.length;
+    return this.#keyed.count + this.#refused.count + this.#unmatched.count + this.#anomalies.length;
   }
 
   get waitingBytes(): number {
-    return this.#keyed.bytes + this.#unmatched.bytes + this.#anomalyBytes;
+    return this.#keyed.bytes + this.#refused.bytes + this.#unmatched.bytes + this.#anomalyBytes;
   }
 
   /** Records or entries of a queue not yet stored, here or in the worker. */
   depth(queue: LogQueue): number {
     switch (queue) {
       case 'request_log':
-        return this.#keyed.count + this.#keyed.countPosted;
+        return this.#keyed.depth;
+      case 'request_log_refused':
+        return this.#refused.depth;
       case 'request_log_unmatched':
-        return this.#unmatched.count + this.#unmatched.countPosted;
+        return this.#unmatched.depth;
       case 'anomaly_log':
         return this.#anomalies.length + this.#anomaliesPosted;
       case 'usage':
         return this.#tally.size;
     }
+  }
+
+  /** What one token holds, waiting or posted, in the refused lane and the anomaly queue. */
+  held(tokenId: string): { refused: number; refusedBytes: number; anomalies: number; anomalyBytes: number } {
+    const refused = this.#refusedShares.held(tokenId);
+    const anomalies = this.#anomalyShares.held(tokenId);
+    return {
+      refused: refused.count,
+      refusedBytes: refused.bytes,
+      anomalies: anomalies.count,
+      anomalyBytes: anomalies.bytes,
+    };
   }
 
   /**
@@ -104,20 +150,31 @@ export class Handover {
       this.#tally.size > 0 && (this.#usagePosted === 0 || flushing) ? this.#tally.take() : undefined;
     if (this.waiting === 0 && usage === undefined) return undefined;
     const id = this.#nextId++;
-    const keyed = encodePacked(this.#keyed.values);
+    // Refused records travel in the same payload, after the forwarded ones: the counts kept here
+    // say where one kind ends, should they have to be queued again (workerLost).
+    const forwarded = this.#keyed.values;
+    const refused = this.#refused.values;
+    const keyed = encodePacked(
+      refused.length === 0 ? forwarded : forwarded.length === 0 ? refused : forwarded.concat(refused),
+    );
     const unmatched = this.#unmatched.values;
     const anomalies = this.#anomalies;
     this.#posted.set(id, {
       keyed,
       keyedCount: this.#keyed.count,
       keyedBytes: this.#keyed.bytes,
+      refusedCount: this.#refused.count,
+      refusedBytes: this.#refused.bytes,
+      refusedShares: this.#refusedShares.post(),
       unmatchedCount: this.#unmatched.count,
       unmatchedBytes: this.#unmatched.bytes,
       anomalies,
       anomalyBytes: this.#anomalyBytes,
+      anomalyShares: this.#anomalyShares.post(),
       usage,
     });
     this.#keyed.post();
+    this.#refused.post();
     this.#unmatched.post();
     this.#anomaliesPosted += anomalies.length;
     this.#anomalyBytesPosted += this.#anomalyBytes;
@@ -137,16 +194,20 @@ export class Handover {
 
   /**
    * The worker died. What was posted to it and not stored is queued again, in its order and ahead
-   * of what came since, except records where no token matched (counted as lost). With `requeue`
-   * false (a worker that keeps dying on what it is given) everything but usage is counted as lost.
+   * of what came since (each record in its own lane), except records where no token matched
+   * (counted as lost). With `requeue` false (a worker that keeps dying on what it is given)
+   * everything but usage is counted as lost.
    */
   workerLost(requeue: boolean): void {
     const keyed: PackedValue[] = [];
     let keyedBytes = 0;
+    const refused: PackedValue[] = [];
+    let refusedBytes = 0;
     const anomalies: AnomalyEntry[] = [];
     let anomalyBytes = 0;
     let unmatchedLost = 0;
     let keyedLost = 0;
+    let refusedLost = 0;
     let anomaliesLost = 0;
     for (const posted of this.#posted.values()) {
       this.#forget(posted);
@@ -154,34 +215,52 @@ export class Handover {
       unmatchedLost += posted.unmatchedCount;
       if (!requeue) {
         keyedLost += posted.keyedCount;
+        refusedLost += posted.refusedCount;
         anomaliesLost += posted.anomalies.length;
         continue;
       }
-      if (posted.keyedCount > 0) for (const value of decodePacked(posted.keyed)) keyed.push(value);
+      if (posted.keyedCount + posted.refusedCount > 0) {
+        const values = decodePacked(posted.keyed);
+        const split = posted.keyedCount * REQUEST_WIDTH;
+        for (let i = 0; i < values.length; i += 1) (i < split ? keyed : refused).push(values[i] ?? null);
+      }
       keyedBytes += posted.keyedBytes;
+      refusedBytes += posted.refusedBytes;
+      this.#refusedShares.requeue(posted.refusedShares);
       for (const entry of posted.anomalies) anomalies.push(entry);
       anomalyBytes += posted.anomalyBytes;
+      this.#anomalyShares.requeue(posted.anomalyShares);
     }
     this.#onDropped('request_log_unmatched', unmatchedLost, 'worker_lost');
     this.#onDropped('request_log', keyedLost, 'worker_lost');
+    this.#onDropped('request_log_refused', refusedLost, 'worker_lost');
     this.#onDropped('anomaly_log', anomaliesLost, 'worker_lost');
     this.#posted.clear();
     this.#keyed.prepend(keyed, keyedBytes);
+    this.#refused.prepend(refused, refusedBytes);
     this.#anomalies = anomalies.concat(this.#anomalies);
     this.#anomalyBytes += anomalyBytes;
   }
 
   /** Counts everything not yet stored as dropped and forgets it (shutdown without a worker). */
   dropAll(reason: DropReason): void {
-    for (const queue of ['request_log', 'request_log_unmatched', 'anomaly_log'] as const)
+    for (const queue of [
+      'request_log',
+      'request_log_refused',
+      'request_log_unmatched',
+      'anomaly_log',
+    ] as const)
       this.#onDropped(queue, this.depth(queue), reason);
     this.#posted.clear();
     this.#keyed.clear();
+    this.#refused.clear();
+    this.#refusedShares.clear();
     this.#unmatched.clear();
     this.#anomalies = [];
     this.#anomalyBytes = 0;
     this.#anomaliesPosted = 0;
     this.#anomalyBytesPosted = 0;
+    this.#anomalyShares.clear();
     this.#usagePosted = 0;
   }
 
@@ -192,9 +271,12 @@ export class Handover {
 
   #forget(posted: Posted): void {
     this.#keyed.stored(posted.keyedCount, posted.keyedBytes);
+    this.#refused.stored(posted.refusedCount, posted.refusedBytes);
+    this.#refusedShares.forget(posted.refusedShares);
     this.#unmatched.stored(posted.unmatchedCount, posted.unmatchedBytes);
     this.#anomaliesPosted -= posted.anomalies.length;
     this.#anomalyBytesPosted -= posted.anomalyBytes;
+    this.#anomalyShares.forget(posted.anomalyShares);
     if (posted.usage !== undefined) this.#usagePosted -= 1;
   }
 
@@ -208,107 +290,29 @@ export class Handover {
       max,
       (i) => anomalyEntryBytes(this.#anomalies[i] as AnomalyEntry),
     );
-    this.#anomalies.splice(0, count);
+    for (const entry of this.#anomalies.splice(0, count))
+      this.#anomalyShares.trimmed(entry.tokenId, anomalyEntryBytes(entry));
     this.#anomalyBytes -= bytes;
     return count;
   }
 }
 
 interface Posted {
-  /** Serialized (encodePacked): bytes outside the JavaScript heap while the worker stores them. */
+  /**
+   * Serialized (encodePacked): bytes outside the JavaScript heap while the worker stores them.
+   * The keyedCount forwarded records first, then the refusedCount refused ones.
+   */
   readonly keyed: Uint8Array;
   readonly keyedCount: number;
   readonly keyedBytes: number;
+  readonly refusedCount: number;
+  readonly refusedBytes: number;
+  /** What each token's refused records in the message hold of its share. */
+  readonly refusedShares: PostedShares | undefined;
   readonly unmatchedCount: number;
   readonly unmatchedBytes: number;
   readonly anomalies: readonly AnomalyEntry[];
   readonly anomalyBytes: number;
+  readonly anomalyShares: PostedShares | undefined;
   readonly usage: TokenUsage[] | undefined;
-}
-
-/** Packed request records waiting to be posted, and the totals posted and not yet stored. */
-class Lane {
-  readonly queue: LogQueue;
-  values: PackedValue[] = [];
-  bytes = 0;
-  countPosted = 0;
-  bytesPosted = 0;
-
-  constructor(queue: LogQueue) {
-    this.queue = queue;
-  }
-
-  get count(): number {
-    return this.values.length / REQUEST_WIDTH;
-  }
-
-  post(): void {
-    this.countPosted += this.count;
-    this.bytesPosted += this.bytes;
-    this.values = [];
-    this.bytes = 0;
-  }
-
-  stored(count: number, bytes: number): void {
-    this.countPosted -= count;
-    this.bytesPosted -= bytes;
-  }
-
-  prepend(values: PackedValue[], bytes: number): void {
-    if (values.length === 0) return;
-    this.values = values.concat(this.values);
-    this.bytes += bytes;
-  }
-
-  clear(): void {
-    this.values = [];
-    this.bytes = 0;
-    this.countPosted = 0;
-    this.bytesPosted = 0;
-  }
-
-  /** Drops the oldest waiting records (see trimTarget); returns how many. */
-  trim(budget: number, max: number): number {
-    const { count, bytes } = trimTarget(
-      this.count,
-      this.bytes,
-      this.countPosted,
-      this.bytesPosted,
-      budget,
-      max,
-      (i) => packedRecordBytes(this.values, i * REQUEST_WIDTH, REQUEST_WIDTH),
-    );
-    this.values.splice(0, count * REQUEST_WIDTH);
-    this.bytes -= bytes;
-    return count;
-  }
-}
-
-/**
- * How many of the oldest waiting items to drop, and their bytes, for a queue over its budget: down
- * to nine tenths of it, so a queue kept full by a flood pays for a trim once per tenth of its
- * budget, not on every write. Items already posted cannot be taken back; when they alone exceed the
- * budget, everything waiting goes.
- */
-export function trimTarget(
-  count: number,
-  bytes: number,
-  countPosted: number,
-  bytesPosted: number,
-  budget: number,
-  max: number,
-  sizeAt: (index: number) => number,
-): { count: number; bytes: number } {
-  const byteTarget = budget * 0.9;
-  const countTarget = Math.floor(max * 0.9);
-  let dropped = 0;
-  let droppedBytes = 0;
-  while (
-    dropped < count &&
-    (bytes - droppedBytes + bytesPosted > byteTarget || count - dropped + countPosted > countTarget)
-  ) {
-    droppedBytes += sizeAt(dropped);
-    dropped += 1;
-  }
-  return { count: dropped, bytes: droppedBytes };
 }

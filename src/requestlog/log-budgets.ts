@@ -3,16 +3,20 @@ import type { IdleMemoryRule } from '../server/idle-memory.js';
 /**
  * How much each log queue may hold, in bytes as record-size.ts estimates them and in records.
  * Every queue has its own budget, so no kind of record can crowd out another:
- * - `keyed`: request records of a known token (forwarded or refused), the evidence of its use;
+ * - `keyed`: request records of a known token that were forwarded, the evidence of its use;
+ * - `refused`: request records of a known token that were refused (a disallowed origin or IP, the
+ *   `ip_backoff` 429s): anyone holding any public token can send these at line rate, so they must
+ *   never evict a forwarded record; one token may hold at most 1/8 of it (token-shares.ts);
  * - `unmatched`: records where no token matched (no token, malformed or unknown token): anyone can
  *   send these at line rate with 16 KiB paths, so they get the smallest budget and go first;
- * - `anomaly`: anomaly-log entries (breaches, detector findings).
+ * - `anomaly`: anomaly-log entries (breaches, detector findings), 1/8 of it per token at most.
  * A budget covers a record from the moment the proxy hands it over until it is stored, wherever it
  * is (waiting on the proxy's thread, in a message, in the log worker's queue), so the worker never
  * holds more than their sum. Usage counts have no budget: they are one entry per token.
  */
 export interface LogBudgets {
   readonly keyedBytes: number;
+  readonly refusedBytes: number;
   readonly unmatchedBytes: number;
   readonly anomalyBytes: number;
   /** Records (or entries) per queue, whatever their size. */
@@ -25,6 +29,7 @@ const MIB = 1024 * 1024;
 
 export const LOG_BUDGETS: LogBudgets = {
   keyedBytes: 16 * MIB,
+  refusedBytes: 4 * MIB,
   unmatchedBytes: 4 * MIB,
   anomalyBytes: 4 * MIB,
   maxRecords: 100_000,
@@ -32,7 +37,7 @@ export const LOG_BUDGETS: LogBudgets = {
 };
 
 /**
- * The log worker's heap: its queues (at most the three budgets: 24 MiB estimated, 48 MiB should
+ * The log worker's heap: its queues (at most the four budgets: 28 MiB estimated, 56 MiB should
  * every string be two-byte), one batch being stored and one message being read. Four times the
  * estimated budgets leaves room for all of it; running out would cost the records that are not kept
  * until stored. The young generation is what V8 grows to tens of MB by default.
@@ -44,7 +49,7 @@ export const LOG_BUDGETS: LogBudgets = {
  * to six times the worker's scavenges on the proxy's CPU, so it is not done (docs/performance.md,
  * round eighteen). `serve` sets no old-generation flag, so that limit holds.
  */
-export const WORKER_HEAP_LIMITS = { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 96 } as const;
+export const WORKER_HEAP_LIMITS = { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 112 } as const;
 
 /**
  * When the log worker gives its memory back: 5 s without a record after at least 10,000 of them. The

@@ -25,7 +25,9 @@ export type ToLogThread =
       readonly id: number;
       /**
        * Request records of a known token, packed by packRequest, REQUEST_WIDTH values each, in one
-       * serialized buffer (encodePacked): the proxy's thread keeps it until they are stored.
+       * serialized buffer (encodePacked): the proxy's thread keeps it until they are stored. The
+       * forwarded records first, then the refused ones: two queues on the proxy's thread
+       * (`request_log`, `request_log_refused`), one table and one writer here.
        */
       readonly keyed: Uint8Array;
       /** Request records where no token matched, packed by packRequest (plain: not kept once posted). */
@@ -38,10 +40,12 @@ export type ToLogThread =
   | { readonly t: 'close' };
 
 /** Queue names as the metrics know them (log-budgets.ts explains the split of request records). */
-export type LogQueue = 'request_log' | 'request_log_unmatched' | 'anomaly_log' | 'usage';
+export type LogQueue =
+  'request_log' | 'request_log_refused' | 'request_log_unmatched' | 'anomaly_log' | 'usage';
 
 export const LOG_QUEUES: readonly LogQueue[] = [
   'request_log',
+  'request_log_refused',
   'request_log_unmatched',
   'anomaly_log',
   'usage',

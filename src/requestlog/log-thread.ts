@@ -73,10 +73,12 @@ async function main(): Promise<void> {
   const batching = { logger, flushIntervalMs: data.flushIntervalMs, maxQueue: budgets.maxRecords };
   // The proxy's thread keeps each queue within its budget until stored, so these bounds are only
   // reached should it not; they keep this heap bounded all the same.
+  // Records of a known token arrive in one payload, forwarded and refused: two budgets there.
   const keyed = createRequestLogWriter({
     store,
     ...batching,
-    maxBytes: budgets.keyedBytes,
+    maxQueue: 2 * budgets.maxRecords,
+    maxBytes: budgets.keyedBytes + budgets.refusedBytes,
     metrics: metricsOf('request_log'),
   });
   const unmatched = createRequestLogWriter({

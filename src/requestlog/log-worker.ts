@@ -7,7 +7,7 @@ import type { AnomalyEntry } from '../store/records.js';
 import type { Batcher, DropReason, QueueMetrics } from './batcher.js';
 import { createRequestLinePrinter, type RequestLogWriter } from './batch-writer.js';
 import { DropWarner } from './drop-warner.js';
-import { Handover } from './handover.js';
+import { Handover, requestQueue } from './handover.js';
 import { LOG_BUDGETS, WORKER_HEAP_LIMITS, type LogBudgets } from './log-budgets.js';
 import {
   LOG_QUEUES,
@@ -91,7 +91,11 @@ export function startLogWorker(options: LogWorkerOptions): LogWorker {
       settled: flush,
       close,
       get size() {
-        return channel.depth('request_log') + channel.depth('request_log_unmatched');
+        return (
+          channel.depth('request_log') +
+          channel.depth('request_log_refused') +
+          channel.depth('request_log_unmatched')
+        );
       },
     },
     anomalies: {
@@ -114,6 +118,7 @@ class LogChannel {
   readonly #budgets: LogBudgets;
   readonly #handover: Handover;
   readonly #drops: DropWarner;
+  readonly #metrics = new Map<LogQueue, QueueMetrics>();
   #worker: Worker | null = null;
   #restartTimer: NodeJS.Timeout | undefined;
   #postTimer: NodeJS.Timeout | undefined;
@@ -132,7 +137,12 @@ class LogChannel {
     this.#handover = new Handover(this.#budgets, (queue, count, reason) =>
       this.#dropped(queue, count, reason),
     );
-    for (const queue of LOG_QUEUES) options.metrics?.queue(queue).watchDepth(() => this.depth(queue));
+    for (const queue of LOG_QUEUES) {
+      const metrics = options.metrics?.queue(queue);
+      metrics?.watchDepth(() => this.depth(queue));
+      // Looked up once: a flood of refusals drops items one at a time (token_share).
+      if (metrics !== undefined) this.#metrics.set(queue, metrics);
+    }
     this.#start();
   }
 
@@ -141,8 +151,7 @@ class LogChannel {
   }
 
   request(record: RequestLogRecord): void {
-    if (this.#closing)
-      return this.#dropped(record.tokenId === null ? 'request_log_unmatched' : 'request_log', 1, 'closed');
+    if (this.#closing) return this.#dropped(requestQueue(record), 1, 'closed');
     this.#handover.request(record);
     this.#schedule();
   }
@@ -261,7 +270,7 @@ class LogChannel {
         this.#dropped(message.queue, message.count, message.reason);
         return;
       case 'store_failed':
-        this.#options.metrics?.queue(message.queue).storeFailed();
+        this.#metrics.get(message.queue)?.storeFailed();
         return;
       case 'log':
         relog(this.#options.logger, message.line);
@@ -297,7 +306,7 @@ class LogChannel {
 
   #dropped(queue: LogQueue, count: number, reason: DropReason): void {
     if (count <= 0) return;
-    this.#options.metrics?.queue(queue).dropped(count, reason);
+    this.#metrics.get(queue)?.dropped(count, reason);
     this.#drops.add(queue, count, reason);
   }
 }
