@@ -13,6 +13,7 @@ import { createLimits } from '../limits/index.js';
 import { createUsage } from '../usage/create-usage.js';
 import { createMetrics } from '../observability/metrics.js';
 import { createCountryResolver } from '../requestlog/country.js';
+import type { LogBudgets } from '../requestlog/log-budgets.js';
 import { startLogWorker } from '../requestlog/log-worker.js';
 import { createProxyServer } from '../proxy/server.js';
 import { logReduction, startIdleMemoryReducer } from './idle-memory.js';
@@ -54,6 +55,8 @@ export interface StartOptions {
   /** Human-facing lines (banner, the first API key). Not the JSON log. */
   readonly print: (line: string) => void;
   readonly now?: () => Date;
+  /** Smaller log-queue budgets than LOG_BUDGETS, for tests of floods that must overflow them. */
+  readonly logBudgets?: Partial<LogBudgets> | undefined;
   /**
    * Set in a `--workers` worker (src/cluster/worker.ts): the primary holds serve.lock and creates
    * the first account, and GET /metrics serves the registry `metrics` returns (the whole service's).
@@ -170,6 +173,7 @@ async function startLocked(
     logger,
     metrics,
     stdout: config.logRequests ? (line) => void process.stdout.write(line) : undefined,
+    budgets: options.logBudgets,
   });
   started.push(() => logWorker.close());
   const policy = { logs: config.logRetention, rollups: config.rollupRetention };
