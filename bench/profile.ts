@@ -147,7 +147,7 @@ export interface ProfileDir {
 /**
  * Reads every `.cpuprofile` of one process in `dir` (one per thread: CPU.<date>.<time>.<pid>.<thread
  * id>.<n>.cpuprofile, thread 0 the process's own) and writes each one's folded stacks beside it.
- * `serve` and the references restart themselves once at start (src/server/v8-tuning.ts), so the
+ * `serve` and the references restart themselves once at start (src/runtime/v8-tuning.ts), so the
  * main thread leaves two profiles under one pid: the serving one is the later, whose name sorts last.
  */
 export function readProfileDir(dir: string): ProfileDir {

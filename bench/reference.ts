@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import type { AddressInfo, Server } from 'node:net';
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
-import { applyServeV8Flags, restartWithServeFlags } from '../src/server/v8-tuning.js';
+import { applyServeV8Flags, restartWithServeFlags } from '../src/runtime/v8-tuning.js';
 
 export interface ReferenceSetup {
   /** The listener's certificate and key (PEM). */

@@ -67,7 +67,7 @@ export async function steadyPhase(ctx: PhaseContext): Promise<void> {
   const out: Record<string, unknown> = { seconds: s.steadyS, preload_requests: preload };
   // The rate of the stalls first, right after the preload as in every earlier run. Each
   // system runs its rates back to back: a proxy left idle for a minute meanwhile would run its idle
-  // memory reduction (src/server/idle-memory.ts) and start the next rate cold, not in steady state.
+  // memory reduction (src/runtime/idle-memory.ts) and start the next rate cold, not in steady state.
   const rates = [...s.rates].sort((a, c) => c - a);
   const perRate = new Map<number, RateRuns>(
     rates.map((rate) => [rate, { tails: new Map(), out: { rate, connections: openLoopConnections(rate) } }]),

@@ -145,7 +145,7 @@ function camel(name: string): string {
 
 async function serve(opts: Record<string, unknown>, io: CliIo): Promise<number> {
   const config = configFrom(opts, io);
-  const tuning = await import('../server/v8-tuning.js');
+  const tuning = await import('../runtime/v8-tuning.js');
   // Before anything is opened or listened on: the process may be replaced (same pid).
   tuning.restartWithServeFlags(config.workers);
   tuning.applyServeV8Flags();

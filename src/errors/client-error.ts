@@ -1,7 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import { newRequestId } from '../ids/formats.js';
-import { responseStarted } from '../server/http1-socket.js';
+import { responseStarted } from '../runtime/http1-socket.js';
 import { TokenProxyError } from './tokenproxy-error.js';
 
 /**

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { ClaimedDelivery } from '../store/records.js';
 import type { ClaimFilter, DeliveryOutcome, DisablePolicy, Store } from '../store/store.js';
 import type { AttemptResult } from './webhook-sender.js';
-import { settlesWithin } from '../server/settles-within.js';
+import { settlesWithin } from '../runtime/settles-within.js';
 import { canonical } from '../rules/duration.js';
 
 /**

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { errorName } from '../errors/summary.js';
-import { settlesWithin } from '../server/settles-within.js';
+import { settlesWithin } from '../runtime/settles-within.js';
 import type { OnUnauthorized, UnauthorizedAttempt, UnauthorizedReason } from '../anomalies/record.js';
 import type { EventPublisher } from '../events/publisher.js';
 import { BreachSummary } from './breach-summary.js';

@@ -17,7 +17,7 @@ import { TLSSocket } from 'node:tls';
 import { answerClientErrors } from '../errors/client-error.js';
 import { TLS_HANDSHAKE_TIMEOUT_MS } from '../tls/handshake.js';
 import { MAX_HEADER_BYTES } from './header-limit.js';
-import { responseInFlight } from '../server/http1-socket.js';
+import { responseInFlight } from '../runtime/http1-socket.js';
 import type { ProxyDeps } from './deps.js';
 import { isNotRetried, proxyErrorBody } from './errors.js';
 import { serveStream, type H2Peer } from './h2-stream.js';

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
 import { Pool } from 'undici';
 import type { Provider, ProviderRegistry } from '../providers/providers.js';
-import { settlesWithin } from '../server/settles-within.js';
+import { settlesWithin } from '../runtime/settles-within.js';
 import type { ProxyConfig } from './deps.js';
 
 /** A provider prepared for the hot path: its pool, base path and how the real key is presented. */

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { settlesWithin } from '../server/settles-within.js';
+import { settlesWithin } from '../runtime/settles-within.js';
 import { StoreUnavailableError } from '../store/errors.js';
 
 /**

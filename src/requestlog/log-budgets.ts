@@ -1,4 +1,4 @@
-import type { IdleMemoryRule } from '../server/idle-memory.js';
+import type { IdleMemoryRule } from '../runtime/idle-memory.js';
 
 /**
  * How much each log queue may hold, in bytes as record-size.ts estimates them and in records.
@@ -43,7 +43,7 @@ export const LOG_BUDGETS: LogBudgets = {
  * until stored. The young generation is what V8 grows to tens of MB by default.
  *
  * Under `serve` the young-generation limit does not hold: V8 lets the process's
- * `--max-semi-space-size` (set for the proxy's thread, src/server/v8-tuning.ts) override a worker's
+ * `--max-semi-space-size` (set for the proxy's thread, src/runtime/v8-tuning.ts) override a worker's
  * `resourceLimits`, so the worker's semi-spaces are 8 MB like the main thread's. Clearing the flag
  * once the proxy's thread is up would make this limit hold; measured, it gave back a few MB for three
  * to six times the worker's scavenges on the proxy's CPU, so it is not done (docs/performance.md,

@@ -11,7 +11,7 @@ import { pino } from 'pino';
 import { createAnomalyWriter } from '../anomalies/anomaly-writer.js';
 import { errorName } from '../errors/summary.js';
 import { openStoreWithoutMigrating } from '../store/open.js';
-import { logReduction, startIdleMemoryReducer } from '../server/idle-memory.js';
+import { logReduction, startIdleMemoryReducer } from '../runtime/idle-memory.js';
 import type { QueueMetrics } from './batcher.js';
 import { LOG_WORKER_IDLE_RULE } from './log-budgets.js';
 import { createRequestLogWriter, createUsageWriter } from './batch-writer.js';

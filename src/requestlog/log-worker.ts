@@ -2,7 +2,7 @@ import { Worker, type ResourceLimits } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { breachEntry, type AnomalyWriter } from '../anomalies/anomaly-writer.js';
 import { errorSummary } from '../errors/summary.js';
-import { compiledThread } from '../server/compiled-thread.js';
+import { compiledThread } from '../runtime/compiled-thread.js';
 import type { AnomalyEntry } from '../store/records.js';
 import type { Batcher, DropReason, QueueMetrics } from './batcher.js';
 import { createRequestLinePrinter, type RequestLogWriter } from './batch-writer.js';

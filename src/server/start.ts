@@ -16,7 +16,7 @@ import { createCountryResolver } from '../requestlog/country.js';
 import type { LogBudgets } from '../requestlog/log-budgets.js';
 import { startLogWorker } from '../requestlog/log-worker.js';
 import { createProxyServer } from '../proxy/server.js';
-import { logReduction, startIdleMemoryReducer } from './idle-memory.js';
+import { logReduction, startIdleMemoryReducer } from '../runtime/idle-memory.js';
 import { openStoreWithoutMigrating } from '../store/open.js';
 import type { Store } from '../store/store.js';
 import { loadTlsMaterial } from '../tls/tls-material.js';

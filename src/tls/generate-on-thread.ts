@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads';
-import { compiledThread } from '../server/compiled-thread.js';
+import { compiledThread } from '../runtime/compiled-thread.js';
 import type { SelfSignedMaterial } from './self-signed.js';
 import type { FromSelfSignedThread } from './self-signed-protocol.js';
 

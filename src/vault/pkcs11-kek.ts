@@ -13,7 +13,7 @@ import {
   type Pkcs11ThreadData,
   type ToHsm,
 } from './pkcs11-protocol.js';
-import { compiledThread } from '../server/compiled-thread.js';
+import { compiledThread } from '../runtime/compiled-thread.js';
 import { VaultError, type KeyEncryptionKey } from './vault.js';
 
 /**

@@ -90,7 +90,7 @@ export const SERVE_HEAP_GROWING_PERCENT = 100;
  * thread's (59.8 and 18.1 ms) and the watchdog's on the proxy's thread (25.3 ms after 41.8 ms of
  * marking) on the proxy's one CPU under load (issue 17, docs/performance.md round twelve).
  * tokenproxy reduces memory itself once a busy spell has been followed by a quiet minute
- * (src/server/idle-memory.ts), so V8's own is off. V8 reads this flag only when a thread's heap is
+ * (src/runtime/idle-memory.ts), so V8's own is off. V8 reads this flag only when a thread's heap is
  * set up, and NODE_OPTIONS refuses it.
  */
 export const MEMORY_REDUCER_FLAG = '--memory-reducer';

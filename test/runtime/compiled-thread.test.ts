@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compiledThread } from '../../src/server/compiled-thread.js';
+import { compiledThread } from '../../src/runtime/compiled-thread.js';
 
 /**
  * Where a worker thread's compiled file is found: beside the built starter, else in dist/ (the

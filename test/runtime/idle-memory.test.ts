@@ -8,7 +8,7 @@ import {
   shouldReduceMemory,
   startIdleMemoryReducer,
   type MemoryReduction,
-} from '../../src/server/idle-memory.js';
+} from '../../src/runtime/idle-memory.js';
 
 describe('idle memory reduction: rule', () => {
   it.each([

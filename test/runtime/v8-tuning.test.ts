@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { serveCpuShare, serveRestartFlags, servePoolSize } from '../../src/server/v8-tuning.js';
+import { serveCpuShare, serveRestartFlags, servePoolSize } from '../../src/runtime/v8-tuning.js';
 
 const GROWING = '--heap-growing-percent=100';
 const NO_REDUCER = '--no-memory-reducer';
