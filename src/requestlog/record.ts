@@ -1,42 +1,14 @@
+import type { RequestLogEntry } from '../store/records.js';
+
 /**
  * One record per proxied request, refused ones included (specification §2.5, DESIGN §4 and §10).
  * Never holds a token, key, header value or body: only request metadata.
  */
-export interface RequestLogRecord {
-  /** Also returned to the caller in the `x-request-id` response header. */
+export interface RequestLogRecord extends Omit<RequestLogEntry, 'id'> {
+  /** The stored record's `id`: also returned to the caller as `x-tokenproxy-request-id`. */
   readonly requestId: string;
-  /** ISO 8601 UTC with milliseconds. */
-  readonly timestamp: string;
-  /** Null when no token matched. */
-  readonly accountId: string | null;
-  readonly tokenId: string | null;
-  /** Provider id of the path (`/openai/...` → `openai`), null when the path names none. */
-  readonly provider: string | null;
-  readonly origin: string | null;
-  readonly ip: string;
-  readonly country: string | null;
-  readonly pop: string;
-  /** Path as received, with the `/<provider>` prefix, without the query string. */
-  readonly path: string;
-  readonly status: number;
-  /** Whether the origin (and IP) check passed. */
-  readonly authorized: boolean;
-  /** Time the proxy adds, excluding the provider's own time. */
-  readonly latencyMs: number;
   /** The request reached the provider: counts toward request_count, last_used_at and usage. */
   readonly forwarded: boolean;
-  /**
-   * The proxy's own error code when the proxy answered (src/errors/codes.ts); null when the provider
-   * answered, its own errors included, and when the client left before any answer.
-   */
-  readonly errorCode: string | null;
-  /** The model the request named or the answer reported (src/usage); null when unknown. */
-  readonly model: string | null;
-  /** Tokens the provider reported for the request; null when its answer said nothing. */
-  readonly inputTokens: number | null;
-  readonly outputTokens: number | null;
-  /** Cost in micro-USD from the price table; null for an unlisted model or unknown usage. */
-  readonly costMicros: number | null;
 }
 
 /** Where the proxy hands records. `write` enqueues and returns at once; it never throws. */

@@ -93,25 +93,37 @@ export function tokenStatusAt(token: TokenRecord, now: string): TokenStatus {
 
 /** A stored request-log record (specification §2.5); `id` is the request id. */
 export interface RequestLogEntry {
+  /** The request id (`req_…`), sent to the caller as `x-tokenproxy-request-id`. */
   readonly id: string;
+  /** ISO 8601 UTC with milliseconds. */
   readonly timestamp: string;
+  /** Null when no token matched. */
   readonly accountId: string | null;
   readonly tokenId: string | null;
+  /** Provider id of the path (`/openai/...` → `openai`), null when the path names none. */
   readonly provider: string | null;
   readonly origin: string | null;
   readonly ip: string;
   readonly country: string | null;
   readonly pop: string;
+  /** Path as received, with the `/<provider>` prefix, without the query string. */
   readonly path: string;
   readonly status: number;
+  /** Whether the origin (and IP) check passed. */
   readonly authorized: boolean;
+  /** Time the proxy adds, excluding the provider's own time. */
   readonly latencyMs: number;
-  /** The proxy's error code, null when the request was forwarded (or the client left first). */
+  /**
+   * The proxy's own error code when the proxy answered (src/errors/codes.ts); null when the provider
+   * answered, its own errors included, and when the client left before any answer.
+   */
   readonly errorCode: string | null;
-  /** Usage (issue 19); null when unknown. */
+  /** The model the request named or the answer reported (src/usage); null when unknown. */
   readonly model: string | null;
+  /** Tokens the provider reported for the request; null when its answer said nothing. */
   readonly inputTokens: number | null;
   readonly outputTokens: number | null;
+  /** Cost in micro-USD from the price table; null for an unlisted model or unknown usage. */
   readonly costMicros: number | null;
 }
 
