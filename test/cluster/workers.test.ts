@@ -3,7 +3,7 @@ import os, { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { serveCpuShare, servePoolSize } from '../../src/server/v8-tuning.js';
+import { serveCpuShare, servePoolSize } from '../../src/runtime/v8-tuning.js';
 import { cmdlineOf, runCli, startServe, v8HelperThreads, type ServerProcess } from '../support/cli.js';
 import {
   MOCK_CHAT_MODEL,
