@@ -35,6 +35,14 @@ function monthStart(now: Date): string {
   return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString();
 }
 
+/**
+ * Request-log records no token matched (no token, a malformed or unknown one) belong to no account:
+ * no API key can read them, and anyone can make them at line rate. They are kept this long at most,
+ * whatever `log_retention` says (`forever` included), so such a flood costs a day of disk, not a
+ * month: long enough to look into a probe from the database.
+ */
+export const UNMATCHED_RETENTION_MS = 24 * 60 * 60 * 1000;
+
 /** The instant before which rows go, or null for `forever`. */
 export function cutoff(retention: Retention, now: Date): string | null {
   return retention.ms === null ? null : new Date(now.getTime() - retention.ms).toISOString();
@@ -49,6 +57,8 @@ export async function purgeOnce(options: PurgeOptions): Promise<PurgeReport> {
   const { repo, batchSize, pause } = options;
   const stopped = options.stopped ?? (() => false);
   const logsBefore = cutoff(options.policy.logs, options.now);
+  const unmatchedCap = new Date(options.now.getTime() - UNMATCHED_RETENTION_MS).toISOString();
+  const unmatchedBefore = logsBefore !== null && logsBefore > unmatchedCap ? logsBefore : unmatchedCap;
   const rollupsBefore = cutoff(options.policy.rollups, options.now);
   const totals = { requestLogs: 0, anomalies: 0, events: 0, rollups: 0 };
 
@@ -65,12 +75,12 @@ export async function purgeOnce(options: PurgeOptions): Promise<PurgeReport> {
   };
 
   for (const owner of await repo.historyOwners()) {
-    if (logsBefore !== null) {
+    if (owner === null) {
+      totals.requestLogs += await drain(() => repo.deleteRequestLogs(null, unmatchedBefore, batchSize));
+    } else if (logsBefore !== null) {
       totals.requestLogs += await drain(() => repo.deleteRequestLogs(owner, logsBefore, batchSize));
-      if (owner !== null) {
-        totals.anomalies += await drain(() => repo.deleteAnomalies(owner, logsBefore, batchSize));
-        totals.events += await drain(() => repo.deleteFinishedEvents(owner, logsBefore, batchSize));
-      }
+      totals.anomalies += await drain(() => repo.deleteAnomalies(owner, logsBefore, batchSize));
+      totals.events += await drain(() => repo.deleteFinishedEvents(owner, logsBefore, batchSize));
     }
     if (rollupsBefore !== null && owner !== null) {
       totals.rollups += await drain(() => repo.deleteRollups(owner, rollupsBefore, batchSize));

@@ -68,9 +68,17 @@ for (const fixture of databases) {
         requestLogEntry({ accountId: account.id, timestamp: ago(30, 1) }),
         requestLogEntry({ accountId: other.id, timestamp: ago(1) }),
       ];
+      // Records no token matched are kept a day at most, whatever log_retention says.
       const unmatchedOld = requestLogEntry({ accountId: null, timestamp: ago(40) });
-      const unmatchedNew = requestLogEntry({ accountId: null, timestamp: ago(2) });
-      await store.requestLogs.insertMany([...oldLogs, ...keptLogs, unmatchedOld, unmatchedNew]);
+      const unmatchedDaysOld = requestLogEntry({ accountId: null, timestamp: ago(2) });
+      const unmatchedNew = requestLogEntry({ accountId: null, timestamp: ago(1, 60_000) });
+      await store.requestLogs.insertMany([
+        ...oldLogs,
+        ...keptLogs,
+        unmatchedOld,
+        unmatchedDaysOld,
+        unmatchedNew,
+      ]);
       const oldAnomaly = anomalyEntry(account.id, 'tok_x', { timestamp: ago(35) });
       const newAnomaly = anomalyEntry(account.id, 'tok_x', { timestamp: ago(3) });
       await store.anomalies.insertMany([oldAnomaly, newAnomaly]);
@@ -133,7 +141,7 @@ for (const fixture of databases) {
         },
         vacuumPages: 100,
       });
-      expect(report).toMatchObject({ requestLogs: 24, anomalies: 1, events: 1, rollups: 2 });
+      expect(report).toMatchObject({ requestLogs: 25, anomalies: 1, events: 1, rollups: 2 });
       // 23 old rows of one account in batches of 5: four full batches, each followed by a pause.
       expect(pauses.length).toBeGreaterThanOrEqual(4);
 
@@ -202,14 +210,17 @@ for (const fixture of databases) {
       expect(await left(account.id)).toEqual(['budgeted 2025-04-01', 'plain 2026-06-01']);
     });
 
-    it('forever keeps everything', async () => {
+    it("forever keeps every account's history; records no token matched still go after a day", async () => {
       const { account } = await newAccount(store);
-      await store.requestLogs.insertMany([requestLogEntry({ accountId: account.id, timestamp: ago(4000) })]);
+      await store.requestLogs.insertMany([
+        requestLogEntry({ accountId: account.id, timestamp: ago(4000) }),
+        requestLogEntry({ accountId: null, timestamp: ago(1, -60_000) }),
+      ]);
       const report = await purge({
         logs: { ms: null, text: 'forever' },
         rollups: { ms: null, text: 'forever' },
       });
-      expect(report).toMatchObject({ requestLogs: 0, anomalies: 0, events: 0, rollups: 0 });
+      expect(report).toMatchObject({ requestLogs: 1, anomalies: 0, events: 0, rollups: 0 });
       const rows = await rawQuery(fixture.name, opened, 'select id from request_logs where account_id = ?', [
         account.id,
       ]);
