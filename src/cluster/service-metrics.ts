@@ -17,19 +17,26 @@ const GATHER_TIMEOUT_MS = 5000;
  * last gathering are lost with it (a plateau, never a drop). Gauges leave with their worker.
  */
 export class ServiceMetrics {
+  /** Each live worker's last answer. A worker's series are here or in #retired, never in both. */
   readonly #last = new Map<number, Series>();
+  readonly #gone = new Set<number>();
   #retired: Series = [];
   #next = 0;
 
-  /** Asks each live worker for its series and sums them with the retired share. */
+  /**
+   * Asks each live worker for its series, then sums the live workers' latest answers with the
+   * retired share. Summed from that state, not from the answers: a worker that answers and then
+   * exits while a slower one is awaited has moved into the retired share, and must not count twice.
+   */
   async gather(workers: Iterable<Worker>): Promise<string> {
-    const answers = await Promise.all([...workers].map((worker) => this.#ask(worker)));
-    const registry = AggregatorRegistry.aggregate([...answers, this.#retired]);
+    await Promise.all([...workers].map((worker) => this.#ask(worker)));
+    const registry = AggregatorRegistry.aggregate([...this.#last.values(), this.#retired]);
     return registry.metrics();
   }
 
   /** A worker exited: what it had counted by its last answer stays in the service's sums. */
   retire(workerId: number): void {
+    this.#gone.add(workerId);
     const last = this.#last.get(workerId);
     this.#last.delete(workerId);
     if (last === undefined) return;
@@ -41,22 +48,23 @@ export class ServiceMetrics {
       .map((metric) => (metric as unknown as { get(): Series[number] }).get());
   }
 
-  #ask(worker: Worker): Promise<Series> {
-    const known = (): Series => this.#last.get(worker.id) ?? [];
-    if (!worker.isConnected()) return Promise.resolve(known());
+  /** Resolves once the worker answered (its answer kept) or after GATHER_TIMEOUT_MS (the last kept). */
+  #ask(worker: Worker): Promise<void> {
+    if (!worker.isConnected()) return Promise.resolve();
     const id = this.#next++;
-    return new Promise<Series>((resolve) => {
-      const done = (series: Series): void => {
+    return new Promise<void>((resolve) => {
+      const done = (): void => {
         clearTimeout(timer);
         worker.off('message', onMessage);
-        resolve(series);
+        resolve();
       };
       const onMessage = (message: unknown): void => {
         if (!isSeriesReply(message) || message.id !== id) return;
-        this.#last.set(worker.id, message.series as Series);
-        done(message.series as Series);
+        // An answer read after its worker's exit is already in the retired share.
+        if (!this.#gone.has(worker.id)) this.#last.set(worker.id, message.series as Series);
+        done();
       };
-      const timer = setTimeout(() => done(known()), GATHER_TIMEOUT_MS);
+      const timer = setTimeout(done, GATHER_TIMEOUT_MS);
       worker.on('message', onMessage);
       const request: SeriesRequest = { type: 'tokenproxy:series', id };
       worker.send(request);
