@@ -91,9 +91,11 @@ export class Handover {
     const bytes = anomalyEntryBytes(entry);
     const budget = this.#budgets.anomalyBytes;
     const max = this.#budgets.maxRecords;
-    if (!this.#anomalyShares.admits(entry.tokenId, bytes, budget, max))
-      return this.#onDropped('anomaly_log', 1, 'token_share');
-    this.#anomalyShares.add(entry.tokenId, bytes);
+    if (sharesQueue(entry)) {
+      if (!this.#anomalyShares.admits(entry.tokenId, bytes, budget, max))
+        return this.#onDropped('anomaly_log', 1, 'token_share');
+      this.#anomalyShares.add(entry.tokenId, bytes);
+    }
     this.#anomalies.push(entry);
     this.#anomalyBytes += bytes;
     if (
@@ -291,10 +293,19 @@ export class Handover {
       (i) => anomalyEntryBytes(this.#anomalies[i] as AnomalyEntry),
     );
     for (const entry of this.#anomalies.splice(0, count))
-      this.#anomalyShares.trimmed(entry.tokenId, anomalyEntryBytes(entry));
+      if (sharesQueue(entry)) this.#anomalyShares.trimmed(entry.tokenId, anomalyEntryBytes(entry));
     this.#anomalyBytes -= bytes;
     return count;
   }
+}
+
+/**
+ * Breach entries (one per refusal) are what a flood makes, so only they are held to a token's share
+ * of the anomaly queue. A detector's finding (`rate_spike`, `many_ips`, `new_country`) comes at most
+ * once per token per cooldown, and is the very entry such a flood must not crowd out.
+ */
+function sharesQueue(entry: AnomalyEntry): boolean {
+  return entry.kind === 'breach';
 }
 
 interface Posted {

@@ -9,7 +9,8 @@ import type { IdleMemoryRule } from '../runtime/idle-memory.js';
  *   never evict a forwarded record; one token may hold at most 1/8 of it (token-shares.ts);
  * - `unmatched`: records where no token matched (no token, malformed or unknown token): anyone can
  *   send these at line rate with 16 KiB paths, so they get the smallest budget and go first;
- * - `anomaly`: anomaly-log entries (breaches, detector findings), 1/8 of it per token at most.
+ * - `anomaly`: anomaly-log entries (breaches, detector findings); one token's breaches 1/8 of it at
+ *   most (a detector's finding, once per cooldown, is never held back by them).
  * A budget covers a record from the moment the proxy hands it over until it is stored, wherever it
  * is (waiting on the proxy's thread, in a message, in the log worker's queue), so the worker never
  * holds more than their sum. Usage counts have no budget: they are one entry per token.

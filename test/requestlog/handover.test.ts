@@ -253,6 +253,21 @@ describe('Handover: a flood of refusals with one token', () => {
     expect(dropped('anomaly_log', 'token_share')).toBe(1000 - held.anomalies);
   });
 
+  it("a flood of a token's breaches never crowds out that token's own detector finding", () => {
+    const { h, dropped } = handover({ anomalyBytes: 64 * KB });
+    for (let i = 0; i < 1000; i += 1) h.anomaly(breachOf('tok_a'));
+    expect(dropped('anomaly_log', 'token_share')).toBeGreaterThan(0);
+    const spike = anomalyEntry('acc_a', 'tok_a', {
+      kind: 'rate_spike',
+      reason: 'rate_spike',
+      details: { requests_this_minute: 900 },
+    });
+    h.anomaly(spike);
+    expect(h.take()?.anomalies.map((e) => e.id)).toContain(spike.id);
+    // It counts toward the queue's budget, not toward the token's share of breaches.
+    expect(h.held('tok_a').anomalyBytes).toBeLessThanOrEqual(8 * KB);
+  });
+
   it('keeps depth and every share exact through trim, post, done, lost workers and dropAll', () => {
     const { h, dropped } = handover({ refusedBytes: 32 * KB, anomalyBytes: 32 * KB });
     // Twelve tokens are over the lane: the oldest go (queue_full) and give their shares back;
