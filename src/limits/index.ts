@@ -42,18 +42,19 @@ export interface LimitsOptions {
 }
 
 /**
- * The anomaly settings of one process. Baselines are per process (docs/cluster.md), but the two
- * floors are the service's: under `--workers N` node:cluster hands each worker about 1/N of a
- * token's connections, so a worker holding the whole floor would report a spike only at N times it.
- * Each worker takes its share (rounded up, at least 1).
+ * The anomaly settings of one process. Baselines are per process (docs/cluster.md), but the request
+ * floor is the service's: under `--workers N` node:cluster hands each worker about 1/N of a token's
+ * connections, so of its requests; a worker holding the whole floor would report a spike only at N
+ * times it. Each worker takes its share (rounded up). The distinct-IP floor stays whole: a client
+ * with several connections reaches several workers, so each sees close to all of a token's
+ * addresses, not 1/N of them.
  */
 export function anomalySettingsFrom(config: LimitsOptions['config']): AnomalySettings {
-  const share = (floor: number): number => Math.max(1, Math.ceil(floor / Math.max(1, config.workers)));
   return {
     ...DEFAULT_ANOMALY_SETTINGS,
     spikeFactor: config.anomalySpikeFactor,
-    minRequests: share(config.anomalyMinRequests),
-    distinctIps: share(config.anomalyDistinctIps),
+    minRequests: Math.max(1, Math.ceil(config.anomalyMinRequests / Math.max(1, config.workers))),
+    distinctIps: config.anomalyDistinctIps,
     warmupMs: config.anomalyWarmupMs,
   };
 }
