@@ -18,7 +18,6 @@ export interface ClientTestServer {
   readonly freeApiKey: string;
   /** API key of a fresh account on plan `unlimited`. */
   newAccount(): Promise<string>;
-  /** Whether the running server has this (method, path) in its OpenAPI document. */
   stop(): Promise<void>;
 }
 

@@ -85,7 +85,7 @@ describe('a refused request keeps less of what its sender chose', () => {
     const limit = recordTextLimit(forwarded);
     for (const kept of [recordPath(value, limit), recordOrigin(undefined, value, limit) ?? '']) {
       if (whole) {
-        // The very same string: nothing is allocated for a value that fits.
+        // A value that fits is kept whole (bench:alloc shows a fitting path allocates nothing).
         expect(kept).toBe(value);
         continue;
       }
