@@ -66,19 +66,32 @@ export async function acquireInstanceLock(dataDir: string, now: Date = new Date(
       }
     }
     const holder = await readHolder(path);
-    if (holder !== undefined && isRunning(holder)) {
-      throw new ConfigError(
-        `setting data_dir: another tokenproxy serve (pid ${holder.pid} on ${holder.host}, started ` +
-          `${holder.started_at}) is already serving ${dataDir}. Stop it first, or give this one its own ` +
-          `--data-dir. If no such process runs any more, delete ${path}.`,
-      );
-    }
+    if (holder !== undefined && isRunning(holder)) throw alreadyServing(holder, dataDir, path);
     await unlink(path).catch((err: unknown) => {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     });
   }
   throw new ConfigError(
     `setting data_dir: ${path} keeps reappearing: another tokenproxy is starting on ${dataDir} at the same time`,
+  );
+}
+
+/**
+ * The refusal for a data dir a running `serve` holds (read-only: nothing is written), else undefined.
+ * A start whose ports are busy asks first: the usual reason is that same server, which the port's
+ * refusal would not name.
+ */
+export async function servingRefusal(dataDir: string): Promise<ConfigError | undefined> {
+  const path = join(dataDir, LOCK_FILE);
+  const holder = await readHolder(path);
+  return holder !== undefined && isRunning(holder) ? alreadyServing(holder, dataDir, path) : undefined;
+}
+
+function alreadyServing(holder: LockContent, dataDir: string, path: string): ConfigError {
+  return new ConfigError(
+    `setting data_dir: another tokenproxy serve (pid ${holder.pid} on ${holder.host}, started ` +
+      `${holder.started_at}) is already serving ${dataDir}. Stop it first, or give this one its own ` +
+      `--data-dir. If no such process runs any more, delete ${path}.`,
   );
 }
 

@@ -6,6 +6,7 @@ import { ConfigError } from '../config/config-error.js';
 import type { Config } from '../config/load.js';
 import { checkMasterKeyForm, MASTER_KEY_ENV } from '../vault/local-kek.js';
 import { describeFsError } from './data-dir.js';
+import { servingRefusal } from './instance-lock.js';
 
 /**
  * Checks of settings that need the file system or the resolver, run before anything is written:
@@ -74,14 +75,21 @@ export async function checkProviderCa(
  * key and certificate. The real bind comes later (DESIGN §13's order) and can still lose a race for
  * the port; what it refuses is then named the same way. Port 0 is tried too, for the host's sake.
  */
-export async function checkPortsFree(config: Pick<Config, 'host' | 'proxyPort' | 'apiPort'>): Promise<void> {
+export async function checkPortsFree(
+  config: Pick<Config, 'host' | 'proxyPort' | 'apiPort' | 'dataDir'>,
+): Promise<void> {
   for (const [setting, port] of [
     ['proxy_port', config.proxyPort],
     ['api_port', config.apiPort],
   ] as const) {
     await new Promise<void>((resolve, reject) => {
       const probe = createServer();
-      probe.once('error', (err) => reject(bindError(err, setting, config.host, port)));
+      // The usual holder of a busy port is a serve already running on this data dir: named if so.
+      probe.once('error', (err) => {
+        void servingRefusal(config.dataDir).then((serving) =>
+          reject(serving ?? bindError(err, setting, config.host, port)),
+        );
+      });
       // exclusive: in a process of node:cluster the probe must not borrow the primary's handle.
       probe.listen({ host: config.host, port, exclusive: true }, () => probe.close(() => resolve()));
     });

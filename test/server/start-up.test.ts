@@ -245,6 +245,19 @@ describe('one serve per SQLite data dir', { timeout: 120_000 }, () => {
       const second = await runCli(['serve', '--data-dir', dir, '--api-port', '0', '--proxy-port', '0']);
       expectRefused(second, 'data_dir');
       expect(second.stderr).toContain(`pid ${String(first.child.pid)}`);
+      // With the first's own ports (the usual second start), the busy port is not what is named.
+      const samePorts = await runCli([
+        'serve',
+        '--data-dir',
+        dir,
+        '--api-port',
+        new URL(first.apiUrl).port,
+        '--proxy-port',
+        new URL(first.proxyUrl).port,
+      ]);
+      expectRefused(samePorts, 'data_dir');
+      expect(samePorts.stderr).toContain(`pid ${String(first.child.pid)}`);
+      expect(samePorts.stderr).not.toContain('already in use');
       expect(accountsIn(dir)).toBe(1);
     } finally {
       first.child.kill('SIGKILL');
