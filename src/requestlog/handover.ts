@@ -290,10 +290,14 @@ export class Handover {
       this.#anomalyBytesPosted,
       budget,
       max,
-      (i) => anomalyEntryBytes(this.#anomalies[i] as AnomalyEntry),
+      (i) => {
+        const entry = this.#anomalies[i] as AnomalyEntry;
+        const size = anomalyEntryBytes(entry);
+        if (sharesQueue(entry)) this.#anomalyShares.trimmed(entry.tokenId, size);
+        return size;
+      },
     );
-    for (const entry of this.#anomalies.splice(0, count))
-      if (sharesQueue(entry)) this.#anomalyShares.trimmed(entry.tokenId, anomalyEntryBytes(entry));
+    this.#anomalies.splice(0, count);
     this.#anomalyBytes -= bytes;
     return count;
   }

@@ -73,6 +73,7 @@ export class Lane {
 
   /** Drops the oldest waiting records (see trimTarget); returns how many. */
   trim(max: number): number {
+    const shares = this.shares;
     const { count, bytes } = trimTarget(
       this.count,
       this.bytes,
@@ -80,15 +81,12 @@ export class Lane {
       this.bytesPosted,
       this.budget,
       max,
-      (i) => packedRecordBytes(this.values, i * REQUEST_WIDTH, REQUEST_WIDTH),
+      (i) => {
+        const size = packedRecordBytes(this.values, i * REQUEST_WIDTH, REQUEST_WIDTH);
+        shares?.trimmed(this.values[i * REQUEST_WIDTH + TOKEN_ID_AT] as string, size);
+        return size;
+      },
     );
-    const shares = this.shares;
-    if (shares !== null)
-      for (let i = 0; i < count; i += 1)
-        shares.trimmed(
-          this.values[i * REQUEST_WIDTH + TOKEN_ID_AT] as string,
-          packedRecordBytes(this.values, i * REQUEST_WIDTH, REQUEST_WIDTH),
-        );
     this.values.splice(0, count * REQUEST_WIDTH);
     this.bytes -= bytes;
     return count;
@@ -99,7 +97,8 @@ export class Lane {
  * How many of the oldest waiting items to drop, and their bytes, for a queue over its budget: down
  * to nine tenths of it, so a queue kept full by a flood pays for a trim once per tenth of its
  * budget, not on every write. Items already posted cannot be taken back; when they alone exceed the
- * budget, everything waiting goes.
+ * budget, everything waiting goes. `sizeAt` is called once for each item dropped, oldest first, and
+ * for no other: a caller gives back what each dropped item held there.
  */
 export function trimTarget(
   count: number,
