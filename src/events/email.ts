@@ -67,13 +67,14 @@ function listed(sample: unknown, count: unknown, capped: unknown): string {
   return items.length < n ? `${total}, among them: ${items.join(', ')}, …` : `${total}: ${items.join(', ')}`;
 }
 
-/** A summary's sampled origins, each as shownOrigin shows it (absent ones stay as they are). */
+/** A value the requester sent, as `show` shows it; an absent one as `text` says so. */
+function sent(value: unknown, show: (sent: string) => string): string {
+  return typeof value === 'string' && value !== '' ? show(value) : text(value);
+}
+
+/** A summary's sampled origins, each as shownOrigin shows it. */
 function shownOrigins(sample: unknown): unknown {
-  return Array.isArray(sample)
-    ? sample.map((origin: unknown) =>
-        typeof origin === 'string' && origin !== '' ? shownOrigin(origin) : origin,
-      )
-    : sample;
+  return Array.isArray(sample) ? sample.map((origin: unknown) => sent(origin, shownOrigin)) : sample;
 }
 
 function escapeHtml(value: string): string {
@@ -143,10 +144,10 @@ export function breachEmail(
     const reason = typeof d.reason === 'string' ? (REASONS[d.reason] ?? d.reason) : '(unknown)';
     rows = [
       tokenRow,
-      ['Origin', typeof d.origin === 'string' && d.origin !== '' ? shownOrigin(d.origin) : text(d.origin)],
+      ['Origin', sent(d.origin, shownOrigin)],
       ['IP address', text(d.ip)],
       ['Country', text(d.country)],
-      ['Path', typeof d.path === 'string' && d.path !== '' ? shownPath(d.path) : text(d.path)],
+      ['Path', sent(d.path, shownPath)],
       ['Reason', reason],
       ['Attempts', String(attempts)],
       [
