@@ -6,12 +6,12 @@ import SqliteDatabase from 'better-sqlite3';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/observability/logger.js';
-import { startServer, type RunningServer } from '../../src/server/start.js';
+import { startServer, type RunningServer, type StartOptions } from '../../src/server/start.js';
 import { createAccount } from '../../src/accounts/create-account.js';
 import { openStore } from '../../src/store/open.js';
 import { timestampPosition } from '../../src/store/records.js';
 import { mockProviderConfig } from '../support/server-config.js';
-import { startMockProvider, type MockProvider } from '../support/mock-provider.js';
+import { startMockProvider } from '../support/mock-provider.js';
 import { allPages } from '../store/helpers.js';
 
 /**
@@ -44,32 +44,52 @@ function h2load(
   });
 }
 
+/**
+ * A real server on a fresh SQLite data dir with a mock provider, its log lines kept, and its first
+ * account's API key; closed with everything it started.
+ */
+async function startFloodServer(prefix: string, logBudgets?: StartOptions['logBudgets']) {
+  const logLines: string[] = [];
+  const mock = await startMockProvider();
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), prefix));
+  const printed: string[] = [];
+  const server = await startServer(await mockProviderConfig(dataDir, mock), {
+    env: {},
+    logger: createLogger('info', { write: (line: string) => void logLines.push(line) }),
+    print: (line) => printed.push(line),
+    logBudgets,
+  });
+  const dispatcher = new Agent({ connect: { rejectUnauthorized: false } });
+  return {
+    server,
+    dataDir,
+    dispatcher,
+    logLines,
+    apiKey: /svc_sk_\w+/.exec(printed.join('\n'))?.[0] ?? '',
+    async close(): Promise<void> {
+      await server.close();
+      await mock.close();
+      await dispatcher.close();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
 describe('a flood of tokenless requests with large paths', () => {
-  let mock: MockProvider;
+  let flood: Awaited<ReturnType<typeof startFloodServer>> | undefined;
   let dataDir: string;
   let server: RunningServer | undefined;
   let dispatcher: Agent;
-  const logLines: string[] = [];
+  let logLines: string[] = [];
 
   beforeAll(async () => {
-    mock = await startMockProvider();
-    dataDir = await mkdtemp(path.join(os.tmpdir(), 'tokenproxy-flood-'));
-    const config = await mockProviderConfig(dataDir, mock);
-    const printed: string[] = [];
-    server = await startServer(config, {
-      env: {},
-      logger: createLogger('info', { write: (line: string) => void logLines.push(line) }),
-      print: (line) => printed.push(line),
-    });
-    process.env.FLOOD_API_KEY = /svc_sk_\w+/.exec(printed.join('\n'))?.[0] ?? '';
-    dispatcher = new Agent({ connect: { rejectUnauthorized: false } });
+    flood = await startFloodServer('tokenproxy-flood-');
+    ({ server, dataDir, dispatcher, logLines } = flood);
+    process.env.FLOOD_API_KEY = flood.apiKey;
   });
 
   afterAll(async () => {
-    await server?.close();
-    await mock?.close();
-    await dispatcher?.close();
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    await flood?.close();
   });
 
   it('loses no use of a real token: request_count, rows and anomalies are all there, junk losses counted', async () => {
@@ -203,33 +223,23 @@ const REFUSED_PATH = `/openai/v1/${'p'.repeat(2100)}`;
 const EVIL_ORIGIN = `https://evil.example/${'o'.repeat(2100)}`;
 
 describe("a flood of refused requests with one tenant's token", () => {
-  let mock: MockProvider;
+  let flood: Awaited<ReturnType<typeof startFloodServer>> | undefined;
   let dataDir: string;
   let server: RunningServer | undefined;
   let dispatcher: Agent;
   let apiKeyA = '';
-  const logLines: string[] = [];
 
   beforeAll(async () => {
-    mock = await startMockProvider();
-    dataDir = await mkdtemp(path.join(os.tmpdir(), 'tokenproxy-refusals-'));
-    const config = await mockProviderConfig(dataDir, mock);
-    const printed: string[] = [];
-    server = await startServer(config, {
-      env: {},
-      logger: createLogger('info', { write: (line: string) => void logLines.push(line) }),
-      print: (line) => printed.push(line),
-      logBudgets: { keyedBytes: MIB, refusedBytes: MIB, anomalyBytes: MIB },
+    flood = await startFloodServer('tokenproxy-refusals-', {
+      keyedBytes: MIB,
+      refusedBytes: MIB,
+      anomalyBytes: MIB,
     });
-    apiKeyA = /svc_sk_\w+/.exec(printed.join('\n'))?.[0] ?? '';
-    dispatcher = new Agent({ connect: { rejectUnauthorized: false } });
+    ({ server, dataDir, dispatcher, apiKey: apiKeyA } = flood);
   });
 
   afterAll(async () => {
-    await server?.close();
-    await mock?.close();
-    await dispatcher?.close();
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    await flood?.close();
   });
 
   it("stores every authorized record of another tenant; the flooding token's losses are its own", async () => {
