@@ -12,6 +12,8 @@
  * implementation returns promises and the same callers still work.
  */
 
+import { mergeSummaryParts, type SummaryPart } from './summary-part.js';
+
 export type MaybePromise<T> = T | Promise<T>;
 
 export interface WindowCount {
@@ -81,6 +83,16 @@ export interface Counters {
    * (Occurrences that may not trigger, such as `ip_backoff` refusals, never alert on their own.)
    */
   flushCoalesced(key: string, now: number, intervalMs: number): MaybePromise<number>;
+  /**
+   * Merges `part` into the summary pooled under `key` (mergeSummaryParts), which lives until
+   * `expiresAt` unless taken: every process of a cluster pools its part of a token's summary.
+   */
+  poolSummary(key: string, part: SummaryPart, expiresAt: number, now: number): MaybePromise<void>;
+  /**
+   * Removes and returns what is pooled under `key`, or undefined when nothing is (taken already, or
+   * expired): of the processes that take a key at once, one gets the summary, so one sends it.
+   */
+  takeSummary(key: string, now: number): MaybePromise<SummaryPart | undefined>;
   /** Stops background work (the sweep timer). */
   close(): void;
 }
@@ -126,6 +138,7 @@ export class MemoryCounters implements Counters {
   readonly #values = new Map<string, Value>();
   readonly #backoffs = new Map<string, Backoff>();
   readonly #coalesced = new Map<string, Coalesced>();
+  readonly #summaries = new Map<string, { part: SummaryPart; expiresAt: number }>();
   readonly #timer: NodeJS.Timeout;
   #lastNow = 0;
   #policyReset = 0;
@@ -237,10 +250,26 @@ export class MemoryCounters implements Counters {
     return covered;
   }
 
+  poolSummary(key: string, part: SummaryPart, expiresAt: number, now: number): void {
+    this.#lastNow = now;
+    const held = this.#summaries.get(key);
+    const live = held !== undefined && now < held.expiresAt ? held.part : undefined;
+    if (held === undefined) this.#room(this.#summaries);
+    this.#summaries.set(key, { part: mergeSummaryParts(live, part), expiresAt });
+  }
+
+  takeSummary(key: string, now: number): SummaryPart | undefined {
+    this.#lastNow = now;
+    const held = this.#summaries.get(key);
+    this.#summaries.delete(key);
+    return held !== undefined && now < held.expiresAt ? held.part : undefined;
+  }
+
   /** Drops every entry that no longer changes an answer. Runs on a timer; public for tests. */
   sweep(now: number): void {
     for (const [key, w] of this.#windows) if (now >= w.resetAt) this.#windows.delete(key);
     for (const [key, v] of this.#values) if (now >= v.expiresAt) this.#values.delete(key);
+    for (const [key, p] of this.#summaries) if (now >= p.expiresAt) this.#summaries.delete(key);
     const reset = this.#policyReset;
     for (const [key, b] of this.#backoffs) if (now - b.last >= reset) this.#backoffs.delete(key);
     for (const [key, c] of this.#coalesced) {
@@ -257,15 +286,17 @@ export class MemoryCounters implements Counters {
     this.#values.clear();
     this.#backoffs.clear();
     this.#coalesced.clear();
+    this.#summaries.clear();
   }
 
   /** Entries held, per kind (tests and metrics). */
-  get sizes(): { windows: number; values: number; backoffs: number; coalesced: number } {
+  get sizes(): { windows: number; values: number; backoffs: number; coalesced: number; summaries: number } {
     return {
       windows: this.#windows.size,
       values: this.#values.size,
       backoffs: this.#backoffs.size,
       coalesced: this.#coalesced.size,
+      summaries: this.#summaries.size,
     };
   }
 

@@ -7,6 +7,7 @@ import type {
   Strike,
   WindowCount,
 } from './counters.js';
+import { mergeSummaryParts, type SummaryPart } from './summary-part.js';
 
 /** What FallbackCounters needs to know of the Redis connection. */
 export interface SharedHealth {
@@ -97,6 +98,23 @@ export class FallbackCounters implements Counters {
     return this.#either(this.#shared.flushCoalesced(key, now, intervalMs), () =>
       this.#local.flushCoalesced(key, now, intervalMs),
     );
+  }
+
+  /** During an outage a part is pooled in memory and taken from there: summaries still go out. */
+  poolSummary(key: string, part: SummaryPart, expiresAt: number, now: number): MaybePromise<void> {
+    if (!this.#health.up) return this.#local.poolSummary(key, part, expiresAt, now);
+    return this.#either(this.#shared.poolSummary(key, part, expiresAt, now), () =>
+      this.#local.poolSummary(key, part, expiresAt, now),
+    );
+  }
+
+  /** Memory's part too once Redis is back: what was pooled there during the outage is sent with it. */
+  takeSummary(key: string, now: number): MaybePromise<SummaryPart | undefined> {
+    const local = this.#local.takeSummary(key, now);
+    if (!this.#health.up) return local;
+    const shared = this.#either(this.#shared.takeSummary(key, now), () => undefined);
+    if (local === undefined) return shared;
+    return Promise.resolve(shared).then((part) => mergeSummaryParts(part, local));
   }
 
   close(): void {

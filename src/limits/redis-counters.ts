@@ -1,6 +1,18 @@
 import type { RedisClient } from '../cluster/redis-connection.js';
 import type { BackoffPolicy, Counters, Reservation, Strike, WindowCount } from './counters.js';
-import { ADD, COALESCE, FLUSH, HIT, RESERVE, SEED, STRIKE, type LuaScript } from './redis-scripts.js';
+import {
+  ADD,
+  COALESCE,
+  FLUSH,
+  HIT,
+  POOL_SUMMARY,
+  RESERVE,
+  SEED,
+  STRIKE,
+  TAKE_SUMMARY,
+  type LuaScript,
+} from './redis-scripts.js';
+import { SUMMARY_DISTINCT_MAX, type SummaryPart } from './summary-part.js';
 
 /** Every key of tokenproxy in a shared Redis starts with this (one Redis may serve other programs). */
 export const KEY_PREFIX = 'tokenproxy:';
@@ -78,11 +90,28 @@ export class RedisCounters implements Counters {
     return Number(await this.#run(FLUSH, key, now, intervalMs));
   }
 
+  async poolSummary(key: string, part: SummaryPart, expiresAt: number, now: number): Promise<void> {
+    const json = JSON.stringify({
+      n: part.attempts,
+      r: part.reasons,
+      o: part.origins.map((origin) => JSON.stringify(origin)),
+      i: part.ips,
+      c: part.capped,
+      f: part.first,
+      l: part.last,
+    });
+    await this.#run(POOL_SUMMARY, key, now, expiresAt, SUMMARY_DISTINCT_MAX, json);
+  }
+
+  async takeSummary(key: string, now: number): Promise<SummaryPart | undefined> {
+    return summaryFromHash((await this.#run(TAKE_SUMMARY, key, now)) as string[]);
+  }
+
   /** The connection belongs to RedisConnection, which closes it. */
   close(): void {}
 
   /** EVALSHA, and EVAL once when Redis does not know the script (first use, restart, SCRIPT FLUSH). */
-  async #run(script: LuaScript, key: string, ...args: number[]): Promise<unknown> {
+  async #run(script: LuaScript, key: string, ...args: (number | string)[]): Promise<unknown> {
     const rest = [redisKey(key), ...args.map(String)];
     try {
       return await this.#client.sendCommand(['EVALSHA', script.sha1, '1', ...rest]);
@@ -95,4 +124,28 @@ export class RedisCounters implements Counters {
 
 export function redisKey(key: string): string {
   return `${KEY_PREFIX}{${key}}`;
+}
+
+/** TAKE_SUMMARY's flat field list back into a part; undefined when nothing was pooled. */
+function summaryFromHash(flat: readonly string[]): SummaryPart | undefined {
+  if (flat.length === 0) return undefined;
+  const reasons: Record<string, number> = {};
+  const origins: (string | null)[] = [];
+  const ips: string[] = [];
+  let attempts = 0;
+  let capped = false;
+  let first = '';
+  let last = '';
+  for (let j = 0; j + 1 < flat.length; j += 2) {
+    const field = flat[j] as string;
+    const value = flat[j + 1] as string;
+    if (field === 'n') attempts = Number(value);
+    else if (field === 'cap') capped = true;
+    else if (field === 'f') first = value;
+    else if (field === 'l') last = value;
+    else if (field.startsWith('r:')) reasons[field.slice(2)] = Number(value);
+    else if (field.startsWith('o:')) origins.push(JSON.parse(field.slice(2)) as string | null);
+    else if (field.startsWith('i:')) ips.push(field.slice(2));
+  }
+  return { attempts, reasons, origins, ips, capped, first, last };
 }

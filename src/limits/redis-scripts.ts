@@ -141,3 +141,52 @@ if p == 0 or sent == nil or now - sent < interval then return '0' end
 redis.call('HSET', k, 'p', 0, 's', s(now))
 return s(p)
 `);
+
+/**
+ * ARGV: now, expiresAt, max distinct, the part as JSON {n, r, o, i, c, f, l} (origins already
+ * JSON-encoded strings, so `null` is a value) → 1. mergeSummaryParts' rule, field by field: n
+ * (attempts), r:<reason>, o:<origin>, i:<ip>, oc / ic (distinct held), cap, f (first), l (last),
+ * e (expiry). A hash keeps its fields in insertion order while it is small, as a JavaScript Set does.
+ */
+export const POOL_SUMMARY = script(`
+local e = tonumber(ARGV[2])
+local max = tonumber(ARGV[3])
+local p = cjson.decode(ARGV[4])
+local held = tonumber(redis.call('HGET', k, 'e'))
+if held ~= nil and now >= held then redis.call('DEL', k) end
+redis.call('HINCRBY', k, 'n', p.n)
+for reason, n in pairs(p.r) do redis.call('HINCRBY', k, 'r:' .. reason, n) end
+local function unite(prefix, countField, values)
+  local count = tonumber(redis.call('HGET', k, countField)) or 0
+  for _, v in ipairs(values) do
+    if redis.call('HEXISTS', k, prefix .. v) == 0 then
+      if count >= max then redis.call('HSET', k, 'cap', 1)
+      else
+        redis.call('HSET', k, prefix .. v, 1)
+        count = count + 1
+      end
+    end
+  end
+  redis.call('HSET', k, countField, count)
+end
+unite('o:', 'oc', p.o)
+unite('i:', 'ic', p.i)
+if p.c then redis.call('HSET', k, 'cap', 1) end
+local f = redis.call('HGET', k, 'f')
+if not f or p.f < f then redis.call('HSET', k, 'f', p.f) end
+local l = redis.call('HGET', k, 'l')
+if not l or p.l > l then redis.call('HSET', k, 'l', p.l) end
+redis.call('HSET', k, 'e', s(e))
+ttl(k, e - now)
+return 1
+`);
+
+/** ARGV: now → the pooled hash's fields and values, flat (empty when absent or expired); removes it. */
+export const TAKE_SUMMARY = script(`
+local v = redis.call('HGETALL', k)
+redis.call('DEL', k)
+local held = nil
+for j = 1, #v, 2 do if v[j] == 'e' then held = tonumber(v[j + 1]) end end
+if held == nil or now >= held then return {} end
+return v
+`);

@@ -4,6 +4,7 @@ import type { RedisClient } from '../../src/cluster/redis-connection.js';
 import { backoffWaitMs, MemoryCounters, type Counters } from '../../src/limits/counters.js';
 import { IP_BACKOFF_POLICY, IpBackoff, retryAfterSeconds } from '../../src/limits/ip-backoff.js';
 import { RedisCounters } from '../../src/limits/redis-counters.js';
+import { SUMMARY_DISTINCT_MAX, type SummaryPart } from '../../src/limits/summary-part.js';
 import { startRedis, type TestRedis } from '../cluster/support.js';
 
 const HOUR = 3_600_000;
@@ -211,6 +212,78 @@ for (const { name, make } of IMPLEMENTATIONS) {
         expect(await counters.flushCoalesced('k', 60_000, 60_000)).toBe(1);
       });
     });
+
+    describe('summary pool', () => {
+      const part = (over: Partial<SummaryPart>): SummaryPart => ({
+        attempts: 1,
+        reasons: { origin_not_allowed: 1 },
+        origins: [],
+        ips: [],
+        capped: false,
+        first: '2026-11-29T10:00:00.000Z',
+        last: '2026-11-29T10:00:00.000Z',
+        ...over,
+      });
+
+      it('merges every part pooled under a key, and one take gets the whole', async () => {
+        counters = make();
+        const parts: SummaryPart[] = [
+          part({
+            attempts: 5,
+            reasons: { origin_not_allowed: 2, ip_backoff: 3 },
+            origins: ['https://a.example', null],
+            ips: ['192.0.2.1'],
+            first: '2026-11-29T10:00:02.000Z',
+            last: '2026-11-29T10:00:40.000Z',
+          }),
+          part({
+            attempts: 7,
+            reasons: { ip_backoff: 6, ip_not_allowed: 1 },
+            origins: [null, 'https://b.example'],
+            ips: ['192.0.2.1', '2001:db8::/64'],
+            first: '2026-11-29T10:00:01.000Z',
+            last: '2026-11-29T10:00:30.000Z',
+          }),
+          part({ attempts: 1, capped: true, origins: ['https://a.example'] }),
+        ];
+        for (const p of parts) await counters.poolSummary('s', p, 600_000, 1_000);
+        await counters.poolSummary('other', part({ attempts: 99 }), 600_000, 1_000);
+        expect(await counters.takeSummary('s', 2_000)).toEqual({
+          attempts: 13,
+          reasons: { origin_not_allowed: 3, ip_backoff: 9, ip_not_allowed: 1 },
+          origins: ['https://a.example', null, 'https://b.example'],
+          ips: ['192.0.2.1', '2001:db8::/64'],
+          capped: true,
+          first: '2026-11-29T10:00:00.000Z',
+          last: '2026-11-29T10:00:40.000Z',
+        });
+        // Taken: a second process taking the same key finds nothing to send.
+        expect(await counters.takeSummary('s', 2_000)).toBeUndefined();
+        expect((await counters.takeSummary('other', 2_000))?.attempts).toBe(99);
+      });
+
+      it('counts distinct origins and IPs exactly up to the cap, then says the count is capped', async () => {
+        counters = make();
+        const origins = (from: number, n: number) =>
+          Array.from({ length: n }, (_, i) => `https://o${from + i}.example`);
+        await counters.poolSummary('s', part({ origins: origins(0, 600) }), 600_000, 0);
+        await counters.poolSummary('s', part({ origins: origins(500, 600) }), 600_000, 0);
+        const whole = await counters.takeSummary('s', 0);
+        expect(whole?.origins).toHaveLength(SUMMARY_DISTINCT_MAX);
+        expect(new Set(whole?.origins)).toEqual(new Set(origins(0, SUMMARY_DISTINCT_MAX)));
+        expect(whole?.capped).toBe(true);
+        expect(whole?.ips).toEqual([]);
+      });
+
+      it('a pool not taken by its expiry is forgotten; a part after it starts a new one', async () => {
+        counters = make();
+        await counters.poolSummary('s', part({ attempts: 4 }), 10_000, 0);
+        expect(await counters.takeSummary('s', 10_000)).toBeUndefined();
+        await counters.poolSummary('s', part({ attempts: 4 }), 10_000, 0);
+        await counters.poolSummary('s', part({ attempts: 2 }), 30_000, 20_000);
+        expect((await counters.takeSummary('s', 20_001))?.attempts).toBe(2);
+      });
+    });
   });
 }
 
@@ -222,9 +295,21 @@ describe('MemoryCounters memory bounds', () => {
       counters.add(`v${i}`, 1, 1000, 0);
       counters.strike(`b${i}`, 0, IP_BACKOFF_POLICY);
       counters.coalesce(`c${i}`, 0, 1000, true);
+      counters.poolSummary(
+        `s${i}`,
+        { attempts: 1, reasons: {}, origins: [], ips: [], capped: false, first: '', last: '' },
+        1000,
+        0,
+      );
     }
-    expect(counters.sizes).toEqual({ windows: 100, values: 100, backoffs: 100, coalesced: 100 });
+    expect(counters.sizes).toEqual({
+      windows: 100,
+      values: 100,
+      backoffs: 100,
+      coalesced: 100,
+      summaries: 100,
+    });
     counters.sweep(HOUR + 1);
-    expect(counters.sizes).toEqual({ windows: 0, values: 0, backoffs: 0, coalesced: 0 });
+    expect(counters.sizes).toEqual({ windows: 0, values: 0, backoffs: 0, coalesced: 0, summaries: 0 });
   });
 });

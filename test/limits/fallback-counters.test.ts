@@ -4,6 +4,7 @@ import { connectRedis, probeDelayMs } from '../../src/cluster/redis-connection.j
 import { MemoryCounters } from '../../src/limits/counters.js';
 import { FallbackCounters } from '../../src/limits/fallback-counters.js';
 import { RedisCounters } from '../../src/limits/redis-counters.js';
+import type { SummaryPart } from '../../src/limits/summary-part.js';
 import { REDIS_POLL, startRedis } from '../cluster/support.js';
 import { until } from '../support/poll.js';
 
@@ -68,6 +69,40 @@ describe('FallbackCounters on a Redis that goes away and comes back', () => {
     expect(own.counters.sharing).toBe(true);
     // The restarted Redis is empty: a fresh window there, not memory's count of 2.
     expect((await own.counters.hit('rl:t', 60_000, 3_000)).count).toBe(1);
+  }, 60_000);
+});
+
+describe('breach summary parts across a Redis outage', () => {
+  const own = useOwnRedis();
+  const part = (attempts: number, ip: string): SummaryPart => ({
+    attempts,
+    reasons: { origin_not_allowed: attempts },
+    origins: ['https://evil.example'],
+    ips: [ip],
+    capped: false,
+    first: '2026-11-29T09:00:00.000Z',
+    last: '2026-11-29T09:00:59.000Z',
+  });
+
+  it('a part pooled while Redis is away is kept in memory and sent with the shared pool once it is back', async () => {
+    const other = new RedisCounters(own.connection.client);
+    await own.redis.kill();
+    await until('the connection to notice Redis is gone', () => !own.connection.up, REDIS_POLL);
+    expect(
+      own.counters.poolSummary('breach-summary:t', part(4, '192.0.2.1'), 600_000, 1_000),
+    ).toBeUndefined();
+    await own.redis.start();
+    await until('the connection to the restarted Redis to be up', () => own.connection.up, {
+      timeoutMs: 30_000,
+    });
+    await other.poolSummary('breach-summary:t', part(3, '192.0.2.2'), 600_000, 2_000); // another member's
+    expect(await own.counters.takeSummary('breach-summary:t', 3_000)).toMatchObject({
+      attempts: 7,
+      ips: ['192.0.2.2', '192.0.2.1'],
+      origins: ['https://evil.example'],
+    });
+    expect(await own.counters.takeSummary('breach-summary:t', 3_000)).toBeUndefined();
+    expect(await other.takeSummary('breach-summary:t', 3_000)).toBeUndefined();
   }, 60_000);
 });
 
