@@ -1,13 +1,12 @@
 import type { UnauthorizedAttempt } from '../anomalies/record.js';
+import { SUMMARY_DISTINCT_MAX, type SummaryPart } from './summary-part.js';
 
 /** Origins and IPs named in a summary alert; the counts go on past them. */
 export const SUMMARY_LISTED = 10;
-/** Distinct origins and IPs counted exactly per summary; beyond it the count says "at least". */
-export const SUMMARY_DISTINCT_MAX = 1000;
 
 /**
  * The `data` of a summary `breach.detected` event (docs/events.md): the attempts on one token that
- * the alert caps held back during one minute.
+ * the alert caps held back during one minute, on every process of a cluster.
  */
 export interface BreachSummaryData {
   readonly token_id: string;
@@ -35,7 +34,7 @@ export class BreachSummary {
   /** When the summary is sent: the end of the window that capped the alerts. */
   dueAt: number;
   #attempts = 0;
-  readonly #reasons = new Map<string, number>();
+  readonly #reasons: Record<string, number> = {};
   readonly #origins = new Set<string | null>();
   readonly #ips = new Set<string>();
   #capped = false;
@@ -51,7 +50,7 @@ export class BreachSummary {
   /** Adds `attempts` refused requests, of which `attempt` is the latest. */
   add(attempt: UnauthorizedAttempt, attempts: number): void {
     this.#attempts += attempts;
-    this.#reasons.set(attempt.reason, (this.#reasons.get(attempt.reason) ?? 0) + attempts);
+    this.#reasons[attempt.reason] = (this.#reasons[attempt.reason] ?? 0) + attempts;
     this.#remember(this.#origins, attempt.origin);
     this.#remember(this.#ips, attempt.ip);
     if (this.#first === '') this.#first = attempt.timestamp;
@@ -62,19 +61,16 @@ export class BreachSummary {
     return this.#attempts;
   }
 
-  data(): BreachSummaryData {
+  /** What this process pools for the token (summary-part.ts). */
+  part(): SummaryPart {
     return {
-      token_id: this.tokenId,
-      summary: true,
       attempts: this.#attempts,
-      reasons: Object.fromEntries(this.#reasons),
-      origin_count: this.#origins.size,
-      origins: [...this.#origins].slice(0, SUMMARY_LISTED),
-      ip_count: this.#ips.size,
-      ips: [...this.#ips].slice(0, SUMMARY_LISTED),
-      counts_capped: this.#capped,
-      first_seen: this.#first,
-      last_seen: this.#last,
+      reasons: { ...this.#reasons },
+      origins: [...this.#origins],
+      ips: [...this.#ips],
+      capped: this.#capped,
+      first: this.#first,
+      last: this.#last,
     };
   }
 
@@ -83,4 +79,21 @@ export class BreachSummary {
     if (set.size >= SUMMARY_DISTINCT_MAX) this.#capped = true;
     else set.add(value);
   }
+}
+
+/** The `data` of the summary event for `tokenId`, from the parts of every process merged. */
+export function breachSummaryData(tokenId: string, merged: SummaryPart): BreachSummaryData {
+  return {
+    token_id: tokenId,
+    summary: true,
+    attempts: merged.attempts,
+    reasons: { ...merged.reasons },
+    origin_count: merged.origins.length,
+    origins: merged.origins.slice(0, SUMMARY_LISTED),
+    ip_count: merged.ips.length,
+    ips: merged.ips.slice(0, SUMMARY_LISTED),
+    counts_capped: merged.capped,
+    first_seen: merged.first,
+    last_seen: merged.last,
+  };
 }

@@ -3,7 +3,7 @@ import { errorName } from '../errors/summary.js';
 import { settlesWithin } from '../runtime/settles-within.js';
 import type { OnUnauthorized, UnauthorizedAttempt, UnauthorizedReason } from '../anomalies/record.js';
 import type { EventPublisher } from '../events/publisher.js';
-import { BreachSummary } from './breach-summary.js';
+import { BreachSummary, breachSummaryData } from './breach-summary.js';
 import type { Counters, MaybePromise, WindowCount } from './counters.js';
 import { ipNetworkKey } from './ip-network.js';
 
@@ -29,6 +29,20 @@ export interface BreachHandlerOptions {
   readonly maxTracked?: number | undefined;
   /** How often trailing alerts are checked; 0 = never on a timer (tests call `flush`). */
   readonly flushEveryMs?: number | undefined;
+  /**
+   * How long after pooling its part of a token's summary a process takes the merged summary and
+   * sends it: 0 alone (its own part is the whole), more than a flush period in a cluster, so that
+   * every member has pooled its part by then (summaryGraceMs).
+   */
+  readonly summaryGraceMs?: number | undefined;
+}
+
+/** How long a pooled summary part waits to be taken before the counters forget it. */
+const SUMMARY_POOL_LIFE_MS = 10 * BREACH_COALESCE_MS;
+
+/** The grace for a cluster: each member pools at its first flush after the window ends. */
+export function summaryGraceMs(shared: boolean, flushEveryMs: number = FLUSH_EVERY_MS): number {
+  return shared ? flushEveryMs + 1_000 : 0;
 }
 
 export interface BreachHandler {
@@ -90,6 +104,9 @@ export function createBreachHandler(options: BreachHandlerOptions): BreachHandle
   const pending = new Map<string, Pending>();
   const quiet = new Map<string, Quiet>();
   const summaries = new Map<string, BreachSummary>();
+  /** Tokens whose summary part this process pooled: when it takes the merged one, and whose it is. */
+  const pooled = new Map<string, { readonly accountId: string; readonly takeAt: number }>();
+  const grace = options.summaryGraceMs ?? 0;
   let warnedFull = false;
 
   function fail(what: string): (err: unknown) => void {
@@ -225,15 +242,32 @@ export function createBreachHandler(options: BreachHandlerOptions): BreachHandle
     }
     warnedFull = false;
     // After the tuples: a trailing alert held back by the caps joins a summary that is due now.
-    sendSummaries(at);
+    await sendSummaries(at);
   }
 
-  /** Sends every summary due by `at` (all of them at shutdown). */
-  function sendSummaries(at: number): void {
+  /**
+   * Pools every summary due by `at` (all of them at shutdown), then sends the merged summary of each
+   * token whose grace is over (all at shutdown): in a cluster, the member that takes a token's pool
+   * first sends the attempts every member held back, and the others find it empty.
+   */
+  async function sendSummaries(at: number, all = false): Promise<void> {
     for (const [tokenId, summary] of summaries) {
-      if (at < summary.dueAt) continue;
+      if (!all && at < summary.dueAt) continue;
       summaries.delete(tokenId);
-      emit(summary.accountId, { ...summary.data() });
+      try {
+        await counters.poolSummary(poolKey(tokenId), summary.part(), at + SUMMARY_POOL_LIFE_MS, at);
+        if (!pooled.has(tokenId)) pooled.set(tokenId, { accountId: summary.accountId, takeAt: at + grace });
+      } catch (err) {
+        // Not pooled: sent alone rather than lost (a cluster may then get two summaries).
+        fail('breach summary not pooled')(err);
+        emit(summary.accountId, { ...breachSummaryData(tokenId, summary.part()) });
+      }
+    }
+    for (const [tokenId, p] of pooled) {
+      if (!all && at < p.takeAt) continue;
+      pooled.delete(tokenId);
+      const merged = await counters.takeSummary(poolKey(tokenId), at);
+      if (merged !== undefined) emit(p.accountId, { ...breachSummaryData(tokenId, merged) });
     }
   }
 
@@ -267,7 +301,7 @@ export function createBreachHandler(options: BreachHandlerOptions): BreachHandle
       pending.delete(key);
       summarise(t.attempt, t.owed, at);
     }
-    sendSummaries(Infinity);
+    await sendSummaries(at, true).catch(fail('breach summaries not sent at shutdown'));
     while (publishing.size > 0) await Promise.allSettled([...publishing]);
   }
 
@@ -281,6 +315,10 @@ export function createBreachHandler(options: BreachHandlerOptions): BreachHandle
       }
     },
   };
+}
+
+function poolKey(tokenId: string): string {
+  return `breach-summary:${tokenId}`;
 }
 
 /** DESIGN §10: `ip_backoff` refusals are counted but alert by themselves never; see `alert`. */

@@ -4,7 +4,7 @@ import type { Config } from '../config/load.js';
 import type { EventPublisher } from '../events/publisher.js';
 import type { Store } from '../store/store.js';
 import { DEFAULT_ANOMALY_SETTINGS, type AnomalySettings } from './anomaly-model.js';
-import { createBreachHandler, type BreachHandler } from './breach.js';
+import { createBreachHandler, summaryGraceMs, type BreachHandler } from './breach.js';
 import { MemoryCounters, type Counters } from './counters.js';
 import { createProxyLimits, type ProxyLimits } from './proxy-limits.js';
 
@@ -28,6 +28,7 @@ export interface LimitsOptions {
     | 'anomalyDistinctIps'
     | 'anomalyWarmupMs'
     | 'workers'
+    | 'redis'
   >;
   readonly store: Pick<Store, 'accounts'>;
   readonly anomalies: Pick<AnomalyWriter, 'onUnauthorized' | 'write'>;
@@ -69,6 +70,8 @@ export function createLimits(options: LimitsOptions): Limits {
     logger: options.logger,
     now: options.now,
     flushEveryMs: options.breachFlushEveryMs,
+    // Members of a cluster merge a token's summary; a process alone sends its own at once.
+    summaryGraceMs: summaryGraceMs(options.config.redis !== undefined, options.breachFlushEveryMs),
   });
   const proxy = createProxyLimits({
     counters,

@@ -1,48 +1,12 @@
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectRedis, type RedisConnection } from '../../src/cluster/redis-connection.js';
-import type { Counters } from '../../src/limits/counters.js';
 import { RedisCounters } from '../../src/limits/redis-counters.js';
 import { REDIS_POLL, startRedis, type TestRedis } from '../cluster/support.js';
 import { until } from '../support/poll.js';
-import type { UnauthorizedAttempt } from '../../src/anomalies/record.js';
-import type { NewEvent } from '../../src/events/publisher.js';
-import { MemoryCounters } from '../../src/limits/counters.js';
-import { createBreachHandler } from '../../src/limits/breach.js';
+import { attempt, breachMember as handler } from './breach-members.js';
 
 const T0 = Date.UTC(2026, 10, 24, 12, 0, 0);
-
-function attempt(ip: string, origin: string, at: number): UnauthorizedAttempt {
-  return {
-    requestId: `req_${ip}`,
-    timestamp: new Date(at).toISOString(),
-    accountId: 'acct_1',
-    tokenId: 'tok_1',
-    origin,
-    ip,
-    country: null,
-    path: '/openai/v1/models',
-    reason: 'origin_not_allowed',
-  };
-}
-
-/** The handler (in-memory counters unless given), with a publisher that takes a moment, like the outbox. */
-function handler(clock: { at: number }, counters: Counters = new MemoryCounters()) {
-  const events: NewEvent[] = [];
-  const breach = createBreachHandler({
-    counters,
-    anomalies: { onUnauthorized: () => undefined },
-    publisher: {
-      publish: async (event) => {
-        await new Promise((r) => setTimeout(r, 20));
-        events.push(event);
-      },
-    },
-    now: () => clock.at,
-    flushEveryMs: 0,
-  });
-  return { breach, events };
-}
 
 describe('breach alerts a process still owes when it stops', () => {
   it('close() sends the pending summary, with the trailing alerts owed, at once and once, and waits for it', async () => {

@@ -50,6 +50,7 @@ export function limitsAndUsage(
         anomalyDistinctIps: l.anomalyDistinctIps ?? DEFAULT_ANOMALY_SETTINGS.distinctIps,
         anomalyWarmupMs: l.anomalyWarmupMs ?? DEFAULT_ANOMALY_SETTINGS.warmupMs,
         workers: 1,
+        redis: undefined,
       },
       store,
       anomalies: {
