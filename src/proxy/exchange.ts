@@ -5,7 +5,7 @@ import { errorSummary } from '../errors/summary.js';
 import { newRequestId } from '../ids/formats.js';
 import type { ObservedRequest } from '../limits/anomaly-detector.js';
 import type { Admission } from '../limits/proxy-limits.js';
-import { MAX_RECORD_PATH_BYTES, recordOrigin, recordPath, recordTextLimit } from '../requestlog/record.js';
+import { MAX_RECORD_PATH_BYTES, recordOrigin, recordPath } from '../requestlog/record.js';
 import { clientIp, isTrustedPeer } from '../rules/ip-match.js';
 import { requestOrigin } from '../rules/origin-match.js';
 import type { Hold } from '../usage/budget-guard.js';
@@ -20,6 +20,7 @@ import {
   type ProxyResponse,
 } from './exchange-io.js';
 import { deny } from './denial.js';
+import { writeRecord } from './exchange-record.js';
 import { quotaExceededMessage, writeProxyError, type DeniedCode, type ProxyErrorCode } from './errors.js';
 import type { ProxyHandler } from './handler.js';
 import { Relay, type RelayOwner } from './relay.js';
@@ -360,40 +361,24 @@ export class Exchange implements RelayOwner {
       relay !== null && provider !== null
         ? recordedUsage(deps.usage, relay.scanner, provider, this.#requestModel, this.path)
         : NO_USAGE;
-    const upstreamMs = relay === null ? null : relay.upstreamMs;
     const forwarded = wasForwarded(relay !== null, this.errorCode);
-    const textLimit = recordTextLimit(forwarded);
     // Only forwarded requests use the plan quota (docs/limits.md).
     if (this.#quotaCounted && !forwarded && token !== undefined) deps.limits?.uncount(token, this.#ctx.now());
     if (this.#hold !== null) {
       settleHold(deps.usage?.budgets, this.#hold, usage, relay, status, this.#ctx.now());
       this.#hold = null;
     }
-    try {
-      deps.requestLog.write({
-        requestId: this.requestId,
-        timestamp: new Date(this.wallStart).toISOString(),
-        accountId: token?.accountId ?? null,
-        tokenId: token?.id ?? null,
-        provider,
-        origin: recordOrigin(this.origin, this.originHeader, textLimit),
-        ip: this.ip,
-        country: this.#countryOf(),
-        pop: deps.config.pop,
-        path: recordPath(this.path, textLimit),
-        status,
-        authorized: this.#authorized,
-        latencyMs: Math.round(this.addedMs),
-        forwarded,
-        errorCode: this.errorCode,
-        model: usage.model,
-        inputTokens: usage.inputTokens,
-        outputTokens: usage.outputTokens,
-        costMicros: usage.costMicros,
-      });
-      deps.metrics.observe(provider ?? 'unknown', status, this.addedMs, upstreamMs);
-    } catch (err) {
-      this.logError(err, 'request log or metrics failed');
-    }
+    const upstreamMs = relay === null ? null : relay.upstreamMs;
+    writeRecord(
+      this,
+      token,
+      provider,
+      status,
+      forwarded,
+      this.#authorized,
+      this.#countryOf(),
+      usage,
+      upstreamMs,
+    );
   }
 }
