@@ -2,48 +2,12 @@ import type { Static } from 'typebox';
 import { usagePeriod, type PlanLimits } from '../accounts/plans.js';
 import type { Provider } from '../providers/providers.js';
 import { formatProviderAuth } from '../providers/providers.js';
-import {
-  tokenStatusAt,
-  type AccountRecord,
-  type AnomalyEntry,
-  type ProviderKeyRecord,
-  type TokenRecord,
-  type WebhookRecord,
-} from '../store/records.js';
-import type {
-  AccountObject,
-  AnomalyObject,
-  KeyObject,
-  ProviderObject,
-  TokenObject,
-  WebhookObject,
-} from './schemas.js';
+import type { AccountRecord, AnomalyEntry, ProviderKeyRecord, WebhookRecord } from '../store/records.js';
+import type { AccountObject, AnomalyObject, KeyObject, ProviderObject, WebhookObject } from './schemas.js';
 
 /** Store records → the snake_case JSON objects of DESIGN §5. Nothing secret is ever copied out. */
 
-export function tokenView(token: TokenRecord, now: Date, proxyUrl: string): Static<typeof TokenObject> {
-  return {
-    token_id: token.id,
-    name: token.name,
-    target_provider: token.provider,
-    real_key_ref: token.keyId,
-    authorized_origins: [...token.authorizedOrigins],
-    authorized_ips: [...token.authorizedIps],
-    rate_limit:
-      token.rateLimit === null
-        ? null
-        : { requests: token.rateLimit.requests, window: token.rateLimit.window },
-    status: tokenStatusAt(token, now.toISOString()),
-    created_at: token.createdAt,
-    last_used_at: token.lastUsedAt,
-    expires_at: token.expiresAt,
-    revoked_at: token.revokedAt,
-    request_count: token.requestCount,
-    sanitized_key_hint: token.hint,
-    proxy_base_url: `${proxyUrl}/${token.provider}`,
-    budget: token.budget ?? null,
-  };
-}
+export { tokenJson as tokenView } from '../events/token-json.js';
 
 export function keyView(key: ProviderKeyRecord): Static<typeof KeyObject> {
   return {

@@ -1,6 +1,6 @@
-import { tokenView } from '../api/views.js';
 import { newId } from '../ids/formats.js';
 import type { TokenEventBuilder } from '../store/store.js';
+import { tokenJson } from './token-json.js';
 
 /**
  * `token.revoked` and `token.expired` carry the token object exactly as the API shows it at the
@@ -16,6 +16,6 @@ export function tokenEvent(
     accountId: token.accountId,
     type,
     createdAt: at.toISOString(),
-    data: tokenView(token, at, publicProxyUrl),
+    data: tokenJson(token, at, publicProxyUrl),
   });
 }
