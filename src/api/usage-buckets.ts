@@ -1,4 +1,4 @@
-import type { UsageRollup } from '../store/dashboard-records.js';
+import type { UsageRollup } from '../store/rollup-records.js';
 import { FORWARDED, REFUSAL_REASONS, type RefusalReason } from '../requestlog/rollups.js';
 
 const HOUR_MS = 60 * 60 * 1000;

@@ -1,5 +1,5 @@
 import type { Static } from 'typebox';
-import type { UsageModelRollup, UsageModelRollupRepo } from '../store/dashboard-records.js';
+import type { UsageModelRollup, UsageModelRollupRepo } from '../store/rollup-records.js';
 import type { AccountRecord, TokenRecord } from '../store/records.js';
 import { budgetLimit, isUsdBudget, periodWindow, type Budget } from '../usage/budget.js';
 import type { BudgetStatusObject, SpendObject } from './dashboard-schemas.js';

@@ -1,4 +1,4 @@
-import type { UsageModelRollupRepo, UsageRollupRepo } from '../store/dashboard-records.js';
+import type { UsageModelRollupRepo, UsageRollupRepo } from '../store/rollup-records.js';
 import type { RequestLogRepo, TokenRepo, TokenUsage } from '../store/store.js';
 import {
   createBatcher,

@@ -1,4 +1,4 @@
-import type { UsageModelRollup, UsageRollup } from '../store/dashboard-records.js';
+import type { UsageModelRollup, UsageRollup } from '../store/rollup-records.js';
 import type { RequestLogRecord } from './record.js';
 
 /** The outcome a forwarded request is counted under. */

@@ -1,4 +1,3 @@
-import type { DeliveryRecord } from './dashboard-records.js';
 import type {
   ClaimedDelivery,
   DeliveryChannel,
@@ -100,6 +99,18 @@ export interface ClaimFilter {
   readonly perAccount?: number | undefined;
   /** At most this many per webhook endpoint in one claim. */
   readonly perWebhook?: number | undefined;
+}
+
+/** One delivery of an event to a webhook endpoint, as the Webhooks view lists it. */
+export interface DeliveryRecord {
+  readonly id: string;
+  readonly eventId: string;
+  readonly eventType: string;
+  readonly status: 'pending' | 'delivered' | 'failed';
+  readonly attempts: number;
+  readonly lastError: string | null;
+  readonly createdAt: string;
+  readonly completedAt: string | null;
 }
 
 export interface DeliveryRepo {

@@ -1,15 +1,16 @@
 import type { AccountRepo } from './account-records.js';
 import type { ApiKeyRepo, AuditRepo } from './access-records.js';
-import type { SessionRepo, UsageModelRollupRepo, UsageRollupRepo } from './dashboard-records.js';
 import type { DeliveryRepo, EventRepo, WebhookRepo } from './event-records.js';
 import type { KekRepo } from './kek-records.js';
 import type { AnomalyRepo, RequestLogRepo } from './log-records.js';
 import type { RetentionRepo } from './retention-records.js';
+import type { UsageModelRollupRepo, UsageRollupRepo } from './rollup-records.js';
+import type { SessionRepo } from './session-records.js';
 import type { KeyRepo, TokenRepo } from './token-records.js';
 import type { WebhookToolRepo } from './webhook-tool-records.js';
 
 // The repos' types live in a module per capability; these are re-exported so importers reach them
-// through here (access, dashboard, retention and webhook-tool records are imported from their own).
+// through here (access, session, rollup, retention and webhook-tool records are imported from their own).
 export type * from './account-records.js';
 export type * from './event-records.js';
 export type * from './kek-records.js';

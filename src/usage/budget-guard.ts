@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { errorName } from '../errors/summary.js';
 import type { EventPublisher } from '../events/publisher.js';
 import type { Counters, MaybePromise } from '../limits/counters.js';
-import type { UsageModelRollupRepo } from '../store/dashboard-records.js';
+import type { UsageModelRollupRepo } from '../store/rollup-records.js';
 import type { TokenRecord } from '../store/records.js';
 import type { AccountRepo, JobLeaseRepo } from '../store/store.js';
 import { budgetLimit, describeBudget, isUsdBudget, periodWindow, type Budget } from './budget.js';

@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { TokenProxyError } from '../../errors/tokenproxy-error.js';
 import { isId } from '../../ids/formats.js';
-import type { DeliveryRecord } from '../../store/dashboard-records.js';
+import type { DeliveryRecord } from '../../store/store.js';
 import type { DeliveryAttempt } from '../../store/webhook-tool-records.js';
 import type { ApiDeps, ApiServer } from '../context.js';
 import { listBody, pageQuery } from '../pagination.js';

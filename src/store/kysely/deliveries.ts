@@ -1,7 +1,6 @@
 import { sql } from 'kysely';
-import type { DeliveryRecord } from '../dashboard-records.js';
 import type { ClaimedDelivery, DeliveryChannel, Page, PageQuery } from '../records.js';
-import type { ClaimFilter, DeliveryOutcome, DeliveryRepo, DisablePolicy } from '../store.js';
+import type { ClaimFilter, DeliveryOutcome, DeliveryRecord, DeliveryRepo, DisablePolicy } from '../store.js';
 import type { RepoContext } from './context.js';
 import { newestFirstPage, parseEventData, toWebhook } from './rows.js';
 import { transact } from './transact.js';

@@ -1,4 +1,4 @@
-import type { NewSession, SessionRecord, SessionRepo } from '../dashboard-records.js';
+import type { NewSession, SessionRecord, SessionRepo } from '../session-records.js';
 import type { DashboardSessionsTable } from '../schema.js';
 import type { RepoContext } from './context.js';
 

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Spent, UsageModelRollup, UsageModelRollupRepo } from '../dashboard-records.js';
+import type { Spent, UsageModelRollup, UsageModelRollupRepo } from '../rollup-records.js';
 import type { RepoContext } from './context.js';
 import { transact } from './transact.js';
 

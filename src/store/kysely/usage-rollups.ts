@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { UsageRollup, UsageRollupRepo } from '../dashboard-records.js';
+import type { UsageRollup, UsageRollupRepo } from '../rollup-records.js';
 import type { RepoContext } from './context.js';
 import { transact } from './transact.js';
 
