@@ -1,28 +1,14 @@
+import type { Static } from 'typebox';
+import type { RequestLogObject } from '../api/schemas.js';
 import type { RequestLogEntry } from '../store/records.js';
 import type { RequestLogRecord } from './record.js';
 
 /**
  * A request-log record in the field names of specification §2.5 plus `request_id`: the items of
- * GET /v1/logs and the `--log-requests` lines on stdout are the same object.
+ * GET /v1/logs and the `--log-requests` lines on stdout are the same object. Its type is the API
+ * schema's (a type only: nothing of the API is loaded on the log thread), so the two cannot drift.
  */
-export interface RequestLogJson {
-  request_id: string;
-  timestamp: string;
-  token_id: string | null;
-  origin: string | null;
-  ip: string;
-  country: string | null;
-  pop: string;
-  path: string;
-  status: number;
-  authorized: boolean;
-  latency_ms: number;
-  error_code: string | null;
-  model: string | null;
-  input_tokens: number | null;
-  output_tokens: number | null;
-  cost_micros: number | null;
-}
+export type RequestLogJson = Static<typeof RequestLogObject>;
 
 export function requestLogJson(entry: RequestLogEntry): RequestLogJson {
   return {
