@@ -37,6 +37,7 @@ import { webhookRoutes } from './routes/webhooks.js';
 import { webhookToolRoutes } from './routes/webhook-tools.js';
 import { SHARED_SCHEMAS } from './schemas.js';
 import { clientIp } from '../rules/ip-match.js';
+import { wholeMs } from '../rules/whole-ms.js';
 import { TLS_HANDSHAKE_TIMEOUT_MS } from '../tls/handshake.js';
 
 export interface ApiAppOptions {
@@ -131,7 +132,7 @@ export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promis
         method: request.method,
         route: request.routeOptions.url ?? 'unmatched',
         status: reply.statusCode,
-        ms: Math.round(reply.elapsedTime),
+        ms: wholeMs(reply.elapsedTime),
       },
       'request',
     );

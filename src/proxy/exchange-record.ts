@@ -1,4 +1,5 @@
 import { recordOrigin, recordPath, recordTextLimit } from '../requestlog/record.js';
+import { wholeMs } from '../rules/whole-ms.js';
 import type { TokenRecord } from '../store/records.js';
 import type { Exchange } from './exchange.js';
 import type { RecordedUsage } from './usage-meter.js';
@@ -35,7 +36,7 @@ export function writeRecord(
       path: recordPath(ex.path, textLimit),
       status,
       authorized,
-      latencyMs: Math.round(ex.addedMs),
+      latencyMs: wholeMs(ex.addedMs),
       forwarded,
       errorCode: ex.errorCode,
       model: usage.model,

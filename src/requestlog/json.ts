@@ -1,5 +1,6 @@
 import type { Static } from 'typebox';
 import type { RequestLogObject } from '../api/schemas.js';
+import { wholeMs } from '../rules/whole-ms.js';
 import type { RequestLogEntry } from '../store/records.js';
 import type { RequestLogRecord } from './record.js';
 
@@ -47,7 +48,7 @@ export function toRequestLogEntry(record: RequestLogRecord): RequestLogEntry {
     status: record.status,
     authorized: record.authorized,
     // The column is an integer (spec §2.5); the proxy may measure fractions.
-    latencyMs: Math.round(record.latencyMs),
+    latencyMs: wholeMs(record.latencyMs),
     errorCode: record.errorCode,
     model: record.model,
     inputTokens: record.inputTokens,

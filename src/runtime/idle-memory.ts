@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { Logger } from 'pino';
+import { wholeMs } from '../rules/whole-ms.js';
 
 /**
  * Gives memory back when a busy thread goes quiet (issue 17, docs/performance.md "Memory after a busy
@@ -116,7 +117,7 @@ export function logReduction(logger: Logger, thread: string): (r: MemoryReductio
   const mb = (bytes: number): number => Math.round(bytes / 1_048_576);
   return (r) =>
     logger.debug(
-      { thread, rss_mb_before: mb(r.rssBefore), rss_mb_after: mb(r.rssAfter), pause_ms: Math.round(r.ms) },
+      { thread, rss_mb_before: mb(r.rssBefore), rss_mb_after: mb(r.rssAfter), pause_ms: wholeMs(r.ms) },
       'returned memory after a busy spell',
     );
 }

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { wholeMs } from '../../rules/whole-ms.js';
 import type { ClaimedDelivery, DeliveryChannel, Page, PageQuery } from '../records.js';
 import type { ClaimFilter, DeliveryOutcome, DeliveryRecord, DeliveryRepo, DisablePolicy } from '../store.js';
 import type { RepoContext } from './context.js';
@@ -253,7 +254,7 @@ export class KyselyDeliveryRepo implements DeliveryRepo {
             account_id: delivery.event.accountId,
             attempted_at: outcome.attempt.startedAt,
             status_code: outcome.attempt.statusCode,
-            duration_ms: Math.round(outcome.attempt.durationMs),
+            duration_ms: wholeMs(outcome.attempt.durationMs),
             error_class: outcome.attempt.errorClass,
           })
           .onConflict((oc) => oc.columns(['delivery_id', 'attempt']).doNothing())

@@ -1,4 +1,5 @@
 import type { Insertable, SelectQueryBuilder } from 'kysely';
+import { wholeMs } from '../../rules/whole-ms.js';
 import type { AnomalyEntry, Page, PageQuery, RequestLogEntry } from '../records.js';
 import type { AnomaliesTable, Database, RequestLogsTable } from '../schema.js';
 import type { AnomalyRepo, RequestLogFilter, RequestLogRepo } from '../store.js';
@@ -158,7 +159,7 @@ function requestLogRow(entry: RequestLogEntry): Insertable<RequestLogsTable> {
     path: entry.path,
     status: entry.status,
     authorized: entry.authorized ? 1 : 0,
-    latency_ms: Math.round(entry.latencyMs),
+    latency_ms: wholeMs(entry.latencyMs),
     error_code: entry.errorCode,
     model: entry.model,
     input_tokens: entry.inputTokens,
