@@ -1,3 +1,4 @@
+import type { ObservedRequest } from '../limits/anomaly-detector.js';
 import { recordOrigin, recordPath, recordTextLimit } from '../requestlog/record.js';
 import { wholeMs } from '../rules/whole-ms.js';
 import type { TokenRecord } from '../store/records.js';
@@ -5,9 +6,9 @@ import type { Exchange } from './exchange.js';
 import type { RecordedUsage } from './usage-meter.js';
 
 /**
- * The one request-log record and the latency metrics of a finished exchange, written when its
- * response closes. Apart from the request flow (exchange.ts) because nothing here can change how the
- * request is answered: by now it has been, and a failure here is only logged.
+ * What the logs keep of an exchange: its one request-log record and latency metrics, written when its
+ * response closes, and the request as the anomaly log sees it. Apart from the request flow
+ * (exchange.ts) because nothing here changes how the request is answered.
  */
 export function writeRecord(
   ex: Exchange,
@@ -48,4 +49,22 @@ export function writeRecord(
   } catch (err) {
     ex.logError(err, 'request log or metrics failed');
   }
+}
+
+/** The request as the anomaly log records it, its path and origin cut to `maxBytes`. */
+export function observedRequest(
+  ex: Exchange,
+  token: TokenRecord,
+  country: string | null,
+  maxBytes: number,
+): ObservedRequest {
+  return {
+    requestId: ex.requestId,
+    accountId: token.accountId,
+    tokenId: token.id,
+    origin: recordOrigin(ex.origin, ex.originHeader, maxBytes),
+    ip: ex.ip,
+    country,
+    path: recordPath(ex.path, maxBytes),
+  };
 }

@@ -5,7 +5,7 @@ import { errorSummary } from '../errors/summary.js';
 import { newRequestId } from '../ids/formats.js';
 import type { ObservedRequest } from '../limits/anomaly-detector.js';
 import type { Admission } from '../limits/proxy-limits.js';
-import { MAX_RECORD_PATH_BYTES, recordOrigin, recordPath } from '../requestlog/record.js';
+import { MAX_RECORD_PATH_BYTES } from '../requestlog/record.js';
 import { clientIp, isTrustedPeer } from '../rules/ip-match.js';
 import { requestOrigin } from '../rules/origin-match.js';
 import type { Hold } from '../usage/budget-guard.js';
@@ -20,7 +20,7 @@ import {
   type ProxyResponse,
 } from './exchange-io.js';
 import { deny } from './denial.js';
-import { writeRecord } from './exchange-record.js';
+import { observedRequest, writeRecord } from './exchange-record.js';
 import { quotaExceededMessage, writeProxyError, type DeniedCode, type ProxyErrorCode } from './errors.js';
 import type { ProxyHandler } from './handler.js';
 import { Relay, type RelayOwner } from './relay.js';
@@ -277,16 +277,7 @@ export class Exchange implements RelayOwner {
 
   /** The request as the anomaly log records it (a refusal's cut shorter); built only on an anomaly. */
   observed(maxBytes = MAX_RECORD_PATH_BYTES): ObservedRequest {
-    const token = (this.#token as TokenEntry).token;
-    return {
-      requestId: this.requestId,
-      accountId: token.accountId,
-      tokenId: token.id,
-      origin: recordOrigin(this.origin, this.originHeader, maxBytes),
-      ip: this.ip,
-      country: this.#countryOf(),
-      path: recordPath(this.path, maxBytes),
-    };
+    return observedRequest(this, (this.#token as TokenEntry).token, this.#countryOf(), maxBytes);
   }
 
   #forward(upstream: Upstream, keyId: string, accountId: string, ciphertext: Buffer): void {
@@ -361,6 +352,7 @@ export class Exchange implements RelayOwner {
       relay !== null && provider !== null
         ? recordedUsage(deps.usage, relay.scanner, provider, this.#requestModel, this.path)
         : NO_USAGE;
+    const upstreamMs = relay === null ? null : relay.upstreamMs;
     const forwarded = wasForwarded(relay !== null, this.errorCode);
     // Only forwarded requests use the plan quota (docs/limits.md).
     if (this.#quotaCounted && !forwarded && token !== undefined) deps.limits?.uncount(token, this.#ctx.now());
@@ -368,17 +360,7 @@ export class Exchange implements RelayOwner {
       settleHold(deps.usage?.budgets, this.#hold, usage, relay, status, this.#ctx.now());
       this.#hold = null;
     }
-    const upstreamMs = relay === null ? null : relay.upstreamMs;
-    writeRecord(
-      this,
-      token,
-      provider,
-      status,
-      forwarded,
-      this.#authorized,
-      this.#countryOf(),
-      usage,
-      upstreamMs,
-    );
+    const country = this.#countryOf();
+    writeRecord(this, token, provider, status, forwarded, this.#authorized, country, usage, upstreamMs);
   }
 }
