@@ -1,10 +1,12 @@
 /**
  * Errors the store raises. The API layer turns them into TokenProxyError codes; the store itself
- * knows nothing of HTTP.
+ * knows nothing of HTTP. Each carries a stable `code` (logged by errorSummary); callers decide on the
+ * class, never on the message.
  */
 
 /** The database cannot be reached or answered with a connection-level failure. */
 export class StoreUnavailableError extends Error {
+  readonly code = 'store_unavailable';
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'StoreUnavailableError';
@@ -12,6 +14,7 @@ export class StoreUnavailableError extends Error {
 }
 
 export class StorePlanLimitError extends Error {
+  readonly code = 'store_plan_limit';
   constructor(readonly limit: number) {
     super(`the plan allows ${limit} active tokens`);
     this.name = 'StorePlanLimitError';
@@ -19,6 +22,7 @@ export class StorePlanLimitError extends Error {
 }
 
 export class StoreNotFoundError extends Error {
+  readonly code = 'store_not_found';
   constructor(readonly what: 'key' | 'account') {
     super(`${what} not found`);
     this.name = 'StoreNotFoundError';
@@ -26,8 +30,44 @@ export class StoreNotFoundError extends Error {
 }
 
 export class StoreConflictError extends Error {
+  readonly code = 'store_conflict';
   constructor(readonly reason: 'key_deleted' | 'provider_mismatch' | 'token_not_active') {
     super(reason);
     this.name = 'StoreConflictError';
+  }
+}
+
+/**
+ * The store's schema has a migration this tokenproxy does not know: a newer version upgraded it. Not
+ * a bad setting (exit 1): the store is fine, this binary is too old for it.
+ */
+export class StoreTooNewError extends Error {
+  readonly code = 'store_too_new';
+  constructor(
+    readonly migration: string,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `the store was upgraded by a newer tokenproxy (its migration ${migration} is unknown to this version): ` +
+        'run that version (or newer), or restore the backup made before the upgrade',
+      options,
+    );
+    this.name = 'StoreTooNewError';
+  }
+}
+
+/** A migration failed; the database's own words say why. */
+export class StoreMigrationError extends Error {
+  readonly code = 'store_migration_failed';
+  constructor(
+    readonly migration: string | undefined,
+    reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `${migration === undefined ? 'database migrations failed' : `database migration ${migration} failed`}: ${reason}`,
+      options,
+    );
+    this.name = 'StoreMigrationError';
   }
 }

@@ -1,13 +1,14 @@
-import { Migrator, type Kysely } from 'kysely';
+import { DEFAULT_MIGRATION_TABLE, Migrator, sql, type Kysely } from 'kysely';
 import type { DialectName } from './dialect.js';
-import { StoreUnavailableError } from './errors.js';
-import { migrationProvider } from './migrations/index.js';
+import { StoreMigrationError, StoreTooNewError, StoreUnavailableError } from './errors.js';
+import { MIGRATION_NAMES, migrationProvider } from './migrations/index.js';
 import type { Database } from './schema.js';
 
 /**
  * Applies every pending migration and returns the names applied (empty when up to date). Kysely
  * serialises concurrent migrators (an advisory lock on PostgreSQL), so several processes starting
- * together is safe. An unreachable database surfaces as StoreUnavailableError.
+ * together is safe. An unreachable database surfaces as StoreUnavailableError, a store a newer
+ * tokenproxy upgraded as StoreTooNewError, any other failure as StoreMigrationError.
  */
 export async function migrateToLatest(db: Kysely<Database>, dialect: DialectName): Promise<string[]> {
   const migrator = new Migrator({ db, provider: migrationProvider(dialect) });
@@ -18,19 +19,24 @@ export async function migrateToLatest(db: Kysely<Database>, dialect: DialectName
       .map((result) => result.migrationName);
   }
   if (error instanceof StoreUnavailableError) throw error;
-  // Kysely's words for a store a newer tokenproxy upgraded: say it as an operator can act on it.
-  const newer = /previously executed migration (\S+) is missing/.exec(
-    error instanceof Error ? error.message : '',
-  );
-  if (newer !== null) {
-    throw new Error(
-      `the store was upgraded by a newer tokenproxy (its migration ${newer[1]} is unknown to this version): ` +
-        'run that version (or newer), or restore the backup made before the upgrade',
-      { cause: error },
-    );
-  }
+  // Kysely calls this "corrupted migrations" in a plain Error: the recorded names tell it apart,
+  // where the wording of Kysely's message could change under us.
+  const unknown = await unknownMigration(db);
+  if (unknown !== undefined) throw new StoreTooNewError(unknown, { cause: error });
   const failed = results?.find((result) => result.status === 'Error')?.migrationName;
   const reason = error instanceof Error ? error.message : typeof error === 'string' ? error : 'unknown error';
-  const what = failed === undefined ? 'database migrations failed' : `database migration ${failed} failed`;
-  throw new Error(`${what}: ${reason}`, { cause: error });
+  throw new StoreMigrationError(failed, reason, { cause: error });
+}
+
+/** The first migration the store records that this version does not have, if any. */
+async function unknownMigration(db: Kysely<Database>): Promise<string | undefined> {
+  try {
+    const { rows } = await sql<{
+      name: string;
+    }>`select name from ${sql.table(DEFAULT_MIGRATION_TABLE)}`.execute(db);
+    return rows.map((row) => row.name).find((name) => !MIGRATION_NAMES.includes(name));
+  } catch {
+    // No table to read (or the database went away): not a newer store, as far as can be told.
+    return undefined;
+  }
 }

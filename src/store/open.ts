@@ -1,3 +1,4 @@
+import { ConfigError } from '../config/config-error.js';
 import type { DialectDatabase } from './dialect.js';
 import { KyselyStore, type StoreWarn } from './kysely-store.js';
 import type { Store } from './store.js';
@@ -37,8 +38,9 @@ async function openDatabase(options: OpenStoreOptions): Promise<DialectDatabase>
   // Echo only the scheme: the rest of a mistyped URL may well contain a password.
   const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(database)?.[1];
   const got = scheme === undefined ? 'a value that is not a URL' : `a ${scheme}: URL`;
-  throw new Error(
-    `setting database: expected empty (SQLite in the data directory) or a postgres:// or postgresql:// URL, got ${got}`,
+  // loadConfig refuses this first; a caller that skipped it still gets a bad setting (exit 2).
+  throw new ConfigError(
+    `Setting "database": expected empty (SQLite in the data directory) or a postgres:// or postgresql:// URL, got ${got}.`,
   );
 }
 

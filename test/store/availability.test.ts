@@ -3,6 +3,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError } from '../../src/config/config-error.js';
 import { StoreUnavailableError } from '../../src/store/errors.js';
 import { openStore, openStoreWithoutMigrating } from '../../src/store/open.js';
 import { databases } from '../support/databases.js';
@@ -76,7 +77,8 @@ describe('an unreachable database', () => {
 
   it('rejects a database setting that is neither empty nor a PostgreSQL URL', async () => {
     const error = await rejection(openStore({ database: 'mysql://root:hunter2@db/x', dataDir: tmp }));
-    expect(error).toBeInstanceOf(Error);
+    // A bad setting, whoever skipped loadConfig's check: the CLI exits 2.
+    expect(error).toBeInstanceOf(ConfigError);
     const message = (error as Error).message;
     expect(message).toContain('database');
     expect(message).toContain('postgres://');

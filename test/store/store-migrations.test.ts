@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
+import { StoreTooNewError } from '../../src/store/errors.js';
 import { openStoreWithoutMigrating } from '../../src/store/open.js';
 import { databases } from '../support/databases.js';
 import { storeDb } from '../support/store-internals.js';
@@ -51,6 +52,9 @@ for (const fixture of databases) {
           await expect(store.migrateToLatest()).rejects.toThrow(
             'the store was upgraded by a newer tokenproxy (its migration 0099_from_the_future is unknown to this version): run that version (or newer), or restore the backup made before the upgrade',
           );
+          const refused = await store.migrateToLatest().catch((err: unknown) => err);
+          expect(refused).toBeInstanceOf(StoreTooNewError);
+          expect(refused).toMatchObject({ code: 'store_too_new', migration: '0099_from_the_future' });
         } finally {
           await store.close();
         }
