@@ -85,7 +85,13 @@ export function registerAccountCommands(program: Command, hooks: AccountCommandH
 }
 
 /** A user's mistake on the command line: printed as is, exit code 2. */
-class UsageError extends Error {}
+class UsageError extends Error {
+  readonly code = 'invalid_usage';
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
 
 async function createCommand(opts: Record<string, unknown>, hooks: AccountCommandHooks): Promise<number> {
   const config = hooks.configFrom(opts);

@@ -4,7 +4,9 @@
  * start-up failure caused by configuration is reported the same way.
  */
 export class ConfigError extends Error {
-  readonly code: string = 'invalid_config';
+  // One code for every bad setting, subclasses included: `setting` (on those that have it) says
+  // which, and exit code 2 follows from the class.
+  readonly code = 'invalid_config';
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'ConfigError';

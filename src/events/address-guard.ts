@@ -100,7 +100,9 @@ export function checkWebhookUrl(text: string, allowPrivate: boolean): UrlCheck {
   return { ok: true, url };
 }
 
+/** The delivery address is one webhooks may not reach (private, loopback, link-local, no address). */
 export class AddressRefusedError extends Error {
+  readonly code = 'address_refused';
   constructor(message: string) {
     super(message);
     this.name = 'AddressRefusedError';

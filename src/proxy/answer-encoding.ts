@@ -49,9 +49,16 @@ export function answerEncoding(header: string | string[] | undefined): AnswerEnc
   return { kind: 'decoded', names };
 }
 
+/**
+ * The code of UndecodableAnswerError. Not snake_case like our other codes: it is logged as the
+ * `error_code` of `upstream request failed`, beside undici's, Node's and OpenSSL's codes
+ * (`ECONNREFUSED`, `UND_ERR_SOCKET`), and docs/errors.md gives it to operators in this spelling.
+ */
+export const UNDECODABLE_ENCODING = 'TOKENPROXY_UNDECODABLE_ENCODING';
+
 /** Why an answer was refused before its head was relayed: its body cannot be checked for the key. */
 export class UndecodableAnswerError extends Error {
-  readonly code = 'TOKENPROXY_UNDECODABLE_ENCODING';
+  readonly code = UNDECODABLE_ENCODING;
   constructor(readonly encoding: string) {
     super(`the provider answered in a content encoding tokenproxy cannot decode (${encoding})`);
     this.name = 'UndecodableAnswerError';

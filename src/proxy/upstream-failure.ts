@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { ERROR_CODES } from '../errors/codes.js';
+import { UNDECODABLE_ENCODING } from './answer-encoding.js';
 import type { ProxyErrorCode } from './errors.js';
 
 /**
@@ -54,7 +55,7 @@ const CAUSES: Readonly<Record<string, UpstreamCause>> = {
   EHOSTUNREACH: 'unreachable',
   ENETUNREACH: 'unreachable',
   EPROTO: 'tls',
-  TOKENPROXY_UNDECODABLE_ENCODING: 'content_encoding',
+  [UNDECODABLE_ENCODING]: 'content_encoding',
 };
 
 /** The innermost error code along `cause` (undici wraps socket errors: the inner one is specific). */

@@ -61,6 +61,9 @@ describe('webhook address guard', () => {
     await expect(resolveDeliveryAddress(url, { allowPrivate: false, resolver })).rejects.toBeInstanceOf(
       AddressRefusedError,
     );
+    await expect(resolveDeliveryAddress(url, { allowPrivate: false, resolver })).rejects.toMatchObject({
+      code: 'address_refused',
+    });
     await expect(resolveDeliveryAddress(url, { allowPrivate: true, resolver })).resolves.toEqual({
       address: '203.0.113.5',
       family: 4,
