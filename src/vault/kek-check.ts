@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { KekVersion, Store } from '../store/store.js';
-import { KekError } from './kek-error.js';
+import { KekChangedError, KekError } from './kek-error.js';
 import { isVaultError, type KeyBinding, type Vault } from './vault.js';
 
 /**
@@ -102,7 +102,11 @@ export async function verifyKek(
       return;
     }
     // Another process recorded a KEK between our read and our write: check against theirs.
-    if (attempt > 0) throw new Error('the store’s KEK versions changed twice while starting; start again');
+    if (attempt > 0) {
+      throw new KekChangedError(
+        'the store’s KEK versions changed twice while starting (other processes recorded KEKs meanwhile); start again',
+      );
+    }
   }
 }
 

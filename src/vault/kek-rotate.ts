@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { KekVersion, Store } from '../store/store.js';
 import { sealCanary } from './kek-check.js';
-import { KekError } from './kek-error.js';
+import { KekChangedError, KekError } from './kek-error.js';
 import { WRITE_VIEW_MAX_AGE_MS } from './keyring.js';
 import { inheritMacKeys } from './mac-keys.js';
 import type { OpenedKek } from './open-kek.js';
@@ -110,8 +110,11 @@ export async function rotateKek(
     resumed = !recorded;
     target = (await store.keks.list()).find((v) => v.id === id);
   }
-  if (target === undefined)
-    throw new Error('the new KEK version vanished from the store; run kek rotate again');
+  if (target === undefined) {
+    throw new KekChangedError(
+      'the new KEK version vanished from the store while kek rotate recorded it (another process changed the KEK versions); run kek rotate again',
+    );
+  }
   await keyring.refresh();
   const to = keyring.kekFor(target.id);
   if (to === undefined) {

@@ -1,10 +1,12 @@
 import { rename } from 'node:fs/promises';
 import { join } from 'node:path';
+import { KekChangedError, KekError } from './kek-error.js';
 import {
   createLocalKek,
   createKeyFile,
   MASTER_KEY_FILE,
   MASTER_KEY_NEXT_FILE,
+  masterKeyFileSetting,
   readKeyFile,
 } from './local-kek.js';
 import type { KekLoader } from './keyring.js';
@@ -62,7 +64,11 @@ export function localVersions(dataDir: string): KekVersionStore {
       }
       // Another rotation made it between our look and our create: use theirs.
       const theirs = await fromFile(nextPath);
-      if (theirs === undefined) throw new Error(`${nextPath} appeared and vanished; run kek rotate again`);
+      if (theirs === undefined) {
+        throw new KekChangedError(
+          `${nextPath} appeared and vanished while kek rotate made it (another process removed it); run kek rotate again`,
+        );
+      }
       return theirs;
     },
     async promote(next) {
@@ -74,7 +80,13 @@ export function localVersions(dataDir: string): KekVersionStore {
       }
       const active = await fromFile(current);
       if (active?.fingerprint.toString('hex') !== next) {
-        throw new Error(`neither ${current} nor ${nextPath} holds KEK ${next}; restore it before going on`);
+        // The store's keys are under `next` now: without its key they cannot be opened. A bad key
+        // file, as the user fixes it (exit 2), not a failure of the rotation.
+        throw new KekError(
+          masterKeyFileSetting(current),
+          `neither ${current} nor ${nextPath} holds KEK ${next}, which the store's keys are now wrapped under: ` +
+            `restore the file that holds it (from backup, or from where it was moved) as ${current}, then run kek rotate again`,
+        );
       }
     },
   };

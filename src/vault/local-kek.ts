@@ -2,7 +2,7 @@ import { createSecretKey, hkdfSync, randomBytes } from 'node:crypto';
 import { link, mkdir, open, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ConfigError } from '../config/config-error.js';
+import { KekChangedError, KekError } from './kek-error.js';
 import {
   createEnvelopeVault,
   gcmUnwrap,
@@ -26,13 +26,17 @@ const KEK_LENGTH = 32;
 const ACCEPTED = 'base64 (standard or url-safe, padding optional) of exactly 32 random bytes';
 const HOW_TO_MAKE = 'e.g. the output of `openssl rand -base64 32`';
 
-export class LocalKekError extends ConfigError {
-  // A ConfigError: a missing, malformed or exposed master key is a bad setting (exit 2).
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message);
-    this.name = 'LocalKekError';
-    if (options?.cause !== undefined) this.cause = options.cause;
-  }
+/**
+ * The `setting` of a KekError about the master key file: the file is the setting a user fixes, named
+ * as kek-check.ts's messages name it.
+ */
+export function masterKeyFileSetting(path: string): string {
+  return `master.key (${path})`;
+}
+
+/** A bad master key file: a KekError naming the file (exit 2). */
+function fileError(path: string, message: string, options?: { cause?: unknown }): KekError {
+  return new KekError(masterKeyFileSetting(path), message, options);
 }
 
 /** Strict: Buffer.from(…, 'base64') skips characters it does not know, which would hide typos. */
@@ -68,8 +72,11 @@ export function checkMasterKeyForm(envValue: string | undefined): void {
   key.fill(0);
 }
 
-function invalidEnvKey(): LocalKekError {
-  return new LocalKekError(`${MASTER_KEY_ENV} is not valid: it must be ${ACCEPTED}, ${HOW_TO_MAKE}`);
+function invalidEnvKey(): KekError {
+  return new KekError(
+    MASTER_KEY_ENV,
+    `${MASTER_KEY_ENV} is not valid: it must be ${ACCEPTED}, ${HOW_TO_MAKE}`,
+  );
 }
 
 export async function loadLocalKek(options: LoadLocalKekOptions): Promise<Buffer> {
@@ -89,7 +96,9 @@ export async function loadLocalKek(options: LoadLocalKekOptions): Promise<Buffer
   // Another start created it between our read and our create: use theirs.
   const theirs = await readKeyFile(path);
   if (theirs === undefined) {
-    throw new LocalKekError(`${path} appeared and vanished while tokenproxy was starting; start again`);
+    throw new KekChangedError(
+      `${path} appeared and vanished while tokenproxy was starting (another process removed it); start again`,
+    );
   }
   return theirs;
 }
@@ -130,16 +139,17 @@ export async function readKeyFile(path: string): Promise<Buffer | undefined> {
     handle = await open(path, 'r');
   } catch (err) {
     if (errnoCode(err) === 'ENOENT') return undefined;
-    throw new LocalKekError(`cannot read ${path} (${errnoCode(err) ?? 'unknown error'})`, { cause: err });
+    throw fileError(path, `cannot read ${path} (${errnoCode(err) ?? 'unknown error'})`, { cause: err });
   }
   try {
     // Checked on the open handle, so the file judged is the file read.
     const stat = await handle.stat();
-    if (!stat.isFile()) throw new LocalKekError(`${path} is not a regular file`);
+    if (!stat.isFile()) throw fileError(path, `${path} is not a regular file`);
     const mode = stat.mode & 0o777;
     // Windows has no group/other mode bits to speak of: Node reports 0o666 for every writable file.
     if (process.platform !== 'win32' && (mode & 0o077) !== 0) {
-      throw new LocalKekError(
+      throw fileError(
+        path,
         `${path} has mode ${mode.toString(8).padStart(4, '0')}, which lets other users read the master key; ` +
           `run \`chmod 600 ${path}\` and start again`,
       );
@@ -148,7 +158,8 @@ export async function readKeyFile(path: string): Promise<Buffer | undefined> {
     try {
       const key = decodeKey(content.toString('utf8'));
       if (key === undefined) {
-        throw new LocalKekError(
+        throw fileError(
+          path,
           `${path} does not hold a master key: it must contain ${ACCEPTED}. ` +
             `If no provider key was ever stored with it, delete it and a new one is generated; ` +
             `otherwise restore it from backup`,
@@ -185,7 +196,7 @@ export async function createKeyFile(path: string): Promise<Buffer | undefined> {
         return undefined;
       }
       if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'ENOSYS') {
-        throw new LocalKekError(`cannot create ${path} (${code ?? 'unknown error'})`, { cause: err });
+        throw fileError(path, `cannot create ${path} (${code ?? 'unknown error'})`, { cause: err });
       }
     } finally {
       await unlink(temp).catch(() => undefined);
@@ -200,7 +211,7 @@ export async function createKeyFile(path: string): Promise<Buffer | undefined> {
         await waitUntilWritten(path);
         return undefined;
       }
-      throw new LocalKekError(`cannot create ${path} (${errnoCode(err) ?? 'unknown error'})`, { cause: err });
+      throw fileError(path, `cannot create ${path} (${errnoCode(err) ?? 'unknown error'})`, { cause: err });
     }
   } catch (err) {
     key.fill(0);

@@ -7,7 +7,13 @@ import type { Store } from '../store/store.js';
 import { opensCanary, verifyKek, type KekSource } from './kek-check.js';
 import type { KekHandle } from './kek-migrate.js';
 import { KekError } from './kek-error.js';
-import { MASTER_KEY_ENV, MASTER_KEY_FILE, createLocalKek, loadLocalKek } from './local-kek.js';
+import {
+  MASTER_KEY_ENV,
+  MASTER_KEY_FILE,
+  createLocalKek,
+  loadLocalKek,
+  masterKeyFileSetting,
+} from './local-kek.js';
 import { openPkcs11Kek, type Pkcs11Kek } from './pkcs11-kek.js';
 import { createKeyring, type KekLoader, type Keyring } from './keyring.js';
 import { localVersions, pkcs11Versions, type KekVersionStore } from './kek-versions.js';
@@ -140,7 +146,7 @@ async function openLocal(
           label: null,
         }
       : {
-          setting: `master.key (${path})`,
+          setting: masterKeyFileSetting(path),
           fix: fileExisted
             ? `Put back the master.key this store was created with (from backup), or give that key as ${MASTER_KEY_ENV}.`
             : `No master.key was found in ${config.dataDir}: copy the one this store was created with there, or give it as ${MASTER_KEY_ENV}.`,

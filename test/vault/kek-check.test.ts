@@ -5,7 +5,7 @@ import { openStoreWithoutMigrating } from '../../src/store/open.js';
 import { migrationProvider } from '../../src/store/migrations/index.js';
 import type { Store } from '../../src/store/store.js';
 import { verifyKek, type KekSource } from '../../src/vault/kek-check.js';
-import { KekError } from '../../src/vault/kek-error.js';
+import { KekChangedError, KekError } from '../../src/vault/kek-error.js';
 import { createLocalVault } from '../../src/vault/local-kek.js';
 import type { Vault } from '../../src/vault/vault.js';
 import { databases, type OpenedDatabase } from '../support/databases.js';
@@ -113,6 +113,24 @@ for (const fixture of databases) {
         KekError,
       );
       expect(await store.keks.list()).toHaveLength(1);
+    });
+
+    it('KEKs recorded by other processes twice over while starting: KekChangedError (start again), not a bad setting', async () => {
+      opened = await fixture.create();
+      const { store } = opened;
+      // Every recording loses to "another process", whose KEK this start never sees.
+      const keks = new Proxy(store.keks, {
+        get: (target, name) =>
+          name === 'add' ? () => Promise.resolve(false) : (Reflect.get(target, name) as unknown),
+      });
+      const racing = new Proxy(store, {
+        get: (target, name) => (name === 'keks' ? keks : (Reflect.get(target, name) as unknown)),
+      });
+      const refused = await verifyKek(racing, vaultOf(1), SOURCE).catch((err: unknown) => err);
+      expect(refused).toBeInstanceOf(KekChangedError);
+      expect(refused).not.toBeInstanceOf(KekError);
+      expect(refused).toMatchObject({ code: 'kek_changed_meanwhile' });
+      expect((refused as Error).message).toMatch(/start again$/);
     });
 
     it('a store made before KEK versions were recorded: filled from the envelopes, proven before recording', async () => {

@@ -3,7 +3,8 @@ import { chmod, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createLocalVault, loadLocalKek, LocalKekError } from '../../src/vault/local-kek.js';
+import { KekError } from '../../src/vault/kek-error.js';
+import { createLocalVault, loadLocalKek } from '../../src/vault/local-kek.js';
 import { rejection } from '../support/rejection.js';
 
 const posix = process.platform !== 'win32';
@@ -52,7 +53,8 @@ describe('loadLocalKek from <dataDir>/master.key', () => {
     const path = join(dataDir, 'master.key');
     await chmod(path, 0o644);
     const err = await rejection(loadLocalKek({ dataDir }));
-    expect(err).toBeInstanceOf(LocalKekError);
+    expect(err).toBeInstanceOf(KekError);
+    expect(err).toMatchObject({ setting: `master.key (${path})`, code: 'invalid_config' });
     expect(err.message).toContain(path);
     expect(err.message).toContain('0644');
     expect(err.message).toContain(`chmod 600 ${path}`);
@@ -76,7 +78,8 @@ describe('loadLocalKek from <dataDir>/master.key', () => {
     const path = join(dataDir, 'master.key');
     await writeFile(path, content, { mode: 0o600 });
     const err = await rejection(loadLocalKek({ dataDir }));
-    expect(err).toBeInstanceOf(LocalKekError);
+    expect(err).toBeInstanceOf(KekError);
+    expect(err).toMatchObject({ setting: `master.key (${path})` });
     expect(err.message).toContain(path);
     expect(err.message).toMatch(/32 random bytes/);
     if (content.trim() !== '') expect(err.message).not.toContain(content.trim());
@@ -130,7 +133,8 @@ describe('loadLocalKek from TOKENPROXY_MASTER_KEY', () => {
     { name: 'hex of 32 bytes', value: key.toString('hex') },
   ])('refuses $name, naming the variable and what is accepted', async ({ value }) => {
     const err = await rejection(loadLocalKek({ dataDir, envValue: value }));
-    expect(err).toBeInstanceOf(LocalKekError);
+    expect(err).toBeInstanceOf(KekError);
+    expect(err).toMatchObject({ setting: 'TOKENPROXY_MASTER_KEY' });
     expect(err.message).toContain('TOKENPROXY_MASTER_KEY');
     expect(err.message).toMatch(/base64/);
     expect(err.message).toMatch(/32 random bytes/);
