@@ -4,6 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import pkcs11js from 'pkcs11js';
+import { CKR_AEAD_DECRYPT_FAILED } from './pkcs11-errors.js';
 
 const TAG_BITS = 128;
 const NONCE_LEN = 12;
@@ -16,9 +17,6 @@ export interface HsmCrypto {
   /** CMAC in counter mode (NIST SP 800-108): 32 bytes for `purpose`, derived inside the HSM. */
   derive(s: Buffer, key: Buffer, purpose: Buffer): Buffer;
 }
-
-/** PKCS#11 3.0's CKR_AEAD_DECRYPT_FAILED, which pkcs11js 2 has no constant for. */
-const CKR_AEAD_DECRYPT_FAILED = 0x35;
 
 /**
  * The codes an HSM gives a GCM tag that does not verify: SoftHSM2's CKR_GENERAL_ERROR, the

@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import pkcs11js from 'pkcs11js';
-import { SettingError } from './pkcs11-errors.js';
+import { KekError } from './kek-error.js';
 import {
   nextKeyLabel,
   pkcs11Fingerprint,
@@ -87,7 +87,7 @@ export function createHsmKeys(lib: pkcs11js.PKCS11, data: Pkcs11ThreadData): Hsm
     const [id] = lib.C_GetAttributeValue(s, key, [{ type: pkcs11js.CKA_ID }]);
     const value = id?.value;
     if (!Buffer.isBuffer(value) || value.length === 0) {
-      throw new SettingError(
+      throw new KekError(
         'pkcs11_key_label',
         `the key "${label}" has no CKA_ID; tokenproxy identifies its KEK by it (create the KEK with one)`,
       );
@@ -127,7 +127,7 @@ export function createHsmKeys(lib: pkcs11js.PKCS11, data: Pkcs11ThreadData): Hsm
     start(s) {
       const labelled = byLabel(s, data.keyLabel);
       if (labelled.length > 1) {
-        throw new SettingError(
+        throw new KekError(
           'pkcs11_key_label',
           `more than one key on the token "${data.tokenLabel}" has the label "${data.keyLabel}"; give the KEK a label of its own`,
         );
@@ -144,7 +144,7 @@ export function createHsmKeys(lib: pkcs11js.PKCS11, data: Pkcs11ThreadData): Hsm
       }
       if (key === undefined) {
         if (!data.create) {
-          throw new SettingError(
+          throw new KekError(
             'pkcs11_key_label',
             `no key labelled "${data.keyLabel}" on the token "${data.tokenLabel}"`,
           );

@@ -57,6 +57,17 @@ export function asBuffer(bytes: Uint8Array): Buffer {
 /** The setting a start-up failure is about, named in the error the user sees. */
 export type Pkcs11Setting = 'pkcs11_module' | 'pkcs11_token_label' | 'pkcs11_pin' | 'pkcs11_key_label';
 
+const PKCS11_SETTINGS: ReadonlySet<string> = new Set<Pkcs11Setting>([
+  'pkcs11_module',
+  'pkcs11_token_label',
+  'pkcs11_pin',
+  'pkcs11_key_label',
+]);
+
+export function isPkcs11Setting(setting: string): setting is Pkcs11Setting {
+  return PKCS11_SETTINGS.has(setting);
+}
+
 export type FromHsm =
   | { readonly id: number; readonly ok: true; readonly value: Uint8Array<ArrayBuffer> | null }
   /** `unavailable`: the HSM failed; `setting`: it answered, and a setting is wrong (start-up only). */

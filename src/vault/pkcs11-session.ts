@@ -3,7 +3,8 @@
  * Its calls block, so only that thread may use it.
  */
 import pkcs11js from 'pkcs11js';
-import { pkcs11Code, SettingError } from './pkcs11-errors.js';
+import { KekError } from './kek-error.js';
+import { ckrName, ckrOf, describeHsmFailure } from './pkcs11-errors.js';
 import type { Pkcs11ThreadData } from './pkcs11-protocol.js';
 
 export interface HsmSession {
@@ -17,6 +18,22 @@ export interface HsmSession {
   reopen(): Buffer;
 }
 
+/** C_Login's answers to a PIN that is wrong or not a PIN at all: the setting is at fault. */
+const PIN_REFUSED: ReadonlySet<number> = new Set([
+  pkcs11js.CKR_PIN_INCORRECT,
+  pkcs11js.CKR_PIN_LEN_RANGE,
+  pkcs11js.CKR_PIN_INVALID,
+]);
+
+/**
+ * Why the library did not load. The loader's message starts with the path, which the message names
+ * already.
+ */
+function loadFailure(module: string, err: unknown): string {
+  const why = describeHsmFailure(err);
+  return why.startsWith(`${module}: `) ? why.slice(module.length + 2) : why;
+}
+
 export function createHsmSession(data: Pkcs11ThreadData): HsmSession {
   const lib = new pkcs11js.PKCS11();
   let loaded = false;
@@ -26,7 +43,7 @@ export function createHsmSession(data: Pkcs11ThreadData): HsmSession {
     for (const slot of lib.C_GetSlotList(true)) {
       if (lib.C_GetTokenInfo(slot).label.trim() === data.tokenLabel) return slot;
     }
-    throw new SettingError(
+    throw new KekError(
       'pkcs11_token_label',
       `no token labelled "${data.tokenLabel}" in ${data.module} (check pkcs11_token_label, and that the HSM is connected)`,
     );
@@ -37,9 +54,9 @@ export function createHsmSession(data: Pkcs11ThreadData): HsmSession {
       try {
         lib.load(data.module);
       } catch (err) {
-        throw new SettingError(
+        throw new KekError(
           'pkcs11_module',
-          `cannot load the PKCS#11 library ${data.module} (${pkcs11Code(err)})`,
+          `cannot load the PKCS#11 library ${data.module} (${loadFailure(data.module, err)})`,
         );
       }
       loaded = true;
@@ -53,20 +70,23 @@ export function createHsmSession(data: Pkcs11ThreadData): HsmSession {
     try {
       lib.C_Login(s, pkcs11js.CKU_USER, data.pin);
     } catch (err) {
-      const code = pkcs11Code(err);
-      if (code !== 'CKR_USER_ALREADY_LOGGED_IN') {
+      const code = ckrOf(err);
+      if (code !== pkcs11js.CKR_USER_ALREADY_LOGGED_IN) {
         try {
           lib.C_CloseSession(s);
         } catch {
           // The session is being abandoned anyway.
         }
-        if (code === 'CKR_PIN_INCORRECT' || code === 'CKR_PIN_LEN_RANGE' || code === 'CKR_PIN_INVALID') {
-          throw new SettingError('pkcs11_pin', `the token "${data.tokenLabel}" refused the PIN (${code})`);
-        }
-        if (code === 'CKR_PIN_LOCKED') {
-          throw new SettingError(
+        if (code !== undefined && PIN_REFUSED.has(code)) {
+          throw new KekError(
             'pkcs11_pin',
-            `the token "${data.tokenLabel}" has locked its user PIN (${code})`,
+            `the token "${data.tokenLabel}" refused the PIN (${ckrName(code)})`,
+          );
+        }
+        if (code === pkcs11js.CKR_PIN_LOCKED) {
+          throw new KekError(
+            'pkcs11_pin',
+            `the token "${data.tokenLabel}" has locked its user PIN (${ckrName(code)})`,
           );
         }
         throw err;

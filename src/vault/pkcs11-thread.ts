@@ -7,10 +7,12 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { createHsmCrypto, isObjectGlitch } from './pkcs11-crypto.js';
-import { pkcs11Code, SettingError } from './pkcs11-errors.js';
+import { KekError } from './kek-error.js';
+import { describeHsmFailure } from './pkcs11-errors.js';
 import { createHsmKeys } from './pkcs11-keys.js';
 import {
   asBuffer,
+  isPkcs11Setting,
   movable,
   type FromHsm,
   type HsmOp,
@@ -125,13 +127,13 @@ function answer(message: ToHsm): FromHsm {
         session = reopen();
       } catch (err) {
         lastReopen = Date.now();
-        return unavailable(message, describe(err));
+        return unavailable(message, describeHsmFailure(err));
       }
     }
     try {
       return { id: message.id, ok: true, value: answerBytes(run(session, message), message.op) };
     } catch (err) {
-      failure = describe(err);
+      failure = describeHsmFailure(err);
       const pauseMs = isObjectGlitch(err) ? GLITCH_PAUSES_MS[glitches++] : undefined;
       if (pauseMs !== undefined) {
         pause(pauseMs);
@@ -160,12 +162,6 @@ function answerBytes(out: Buffer | null, op: HsmOp): Uint8Array<ArrayBuffer> | n
   return own;
 }
 
-function describe(err: unknown): string {
-  return err instanceof SettingError || (err instanceof Error && err.message.includes('KEK'))
-    ? err.message
-    : pkcs11Code(err);
-}
-
 function unavailable(message: ToHsm, what: string): FromHsm {
   return { id: message.id, ok: false, kind: 'unavailable', message: `HSM ${message.op} failed: ${what}` };
 }
@@ -180,10 +176,17 @@ try {
     created: started.created,
   } satisfies HsmReady);
 } catch (err) {
+  // A class does not survive postMessage: the setting crosses as data, and pkcs11-kek.ts makes the
+  // KekError again.
   const failure: FromHsm =
-    err instanceof SettingError
+    err instanceof KekError && isPkcs11Setting(err.setting)
       ? { id: 0, ok: false, kind: 'setting', setting: err.setting, message: err.message }
-      : { id: 0, ok: false, kind: 'unavailable', message: `the HSM failed at start: ${pkcs11Code(err)}` };
+      : {
+          id: 0,
+          ok: false,
+          kind: 'unavailable',
+          message: `the HSM failed at start: ${describeHsmFailure(err)}`,
+        };
   port.postMessage(failure);
 }
 

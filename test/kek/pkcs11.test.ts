@@ -83,7 +83,20 @@ for (const dialect of dialects) {
         const wrongPin = await serve(hsm.env('tp-main', '999999'));
         expect(wrongPin.code).toBe(2);
         expect(wrongPin.stderr).toContain('pkcs11_pin');
+        // The CK_RV's name, from the number C_Login returned.
+        expect(wrongPin.stderr).toContain('refused the PIN (CKR_PIN_INCORRECT)');
         expect(wrongPin.stderr).not.toContain('999999');
+
+        const noLibrary = await serve({
+          ...hsm.env('tp-main', PIN),
+          TOKENPROXY_PKCS11_MODULE: '/nonexistent/libp11.so',
+        });
+        expect(noLibrary.code).toBe(2);
+        expect(noLibrary.stderr).toContain('Setting "pkcs11_module" (TOKENPROXY_PKCS11_MODULE)');
+        // Why the loader refused it, not the path a second time.
+        expect(noLibrary.stderr).toMatch(
+          /cannot load the PKCS#11 library \/nonexistent\/libp11\.so \((?!\/nonexistent)[^)]+\)/,
+        );
 
         const otherToken = await serve(hsm.env('tp-other', PIN));
         expect(otherToken.code).toBe(2);
