@@ -82,13 +82,18 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo): Prom
   try {
     return await result;
   } catch (err) {
-    if (err instanceof ConfigError) {
-      io.stderr(`tokenproxy: ${err.message}`);
-      return 2;
-    }
     io.stderr(`tokenproxy: ${err instanceof Error ? err.message : String(err)}`);
-    return 1;
+    return exitCodeOf(err);
   }
+}
+
+/**
+ * 2 for a bad setting, whichever module found it (every one throws a ConfigError or a subclass:
+ * TlsMaterialError, KekError), 1 for any other failure (README, "Commands"). Decided on the class,
+ * never on the message.
+ */
+export function exitCodeOf(err: unknown): 1 | 2 {
+  return err instanceof ConfigError ? 2 : 1;
 }
 
 /** The settings of commands that only open the store: `--help` lists what the command reads. */
