@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
 import { Pool } from 'undici';
+import { ConfigError } from '../config/config-error.js';
 import type { Provider, ProviderRegistry } from '../providers/providers.js';
 import { settlesWithin } from '../runtime/settles-within.js';
 import type { ProxyConfig } from './deps.js';
@@ -39,7 +40,11 @@ export class Upstreams {
     for (const provider of providers.list()) {
       const url = new URL(provider.baseUrl);
       // The config loader already refuses other schemes; this keeps a programmatic registry honest too.
-      if (url.protocol !== 'https:') throw new Error(`provider "${provider.id}": upstream must be https://`);
+      if (url.protocol !== 'https:') {
+        throw new ConfigError(
+          `Setting "providers": provider "${provider.id}" base_url must start with https:// (upstream is TLS only).`,
+        );
+      }
       let pool = this.#pools.get(url.origin);
       if (pool === undefined) {
         pool = new Pool(url.origin, {

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compiledThread } from '../../src/runtime/compiled-thread.js';
+import { compiledThread, MissingBuildError } from '../../src/runtime/compiled-thread.js';
 
 /**
  * Where a worker thread's compiled file is found: beside the built starter, else in dist/ (the
@@ -38,6 +38,9 @@ describe('compiledThread', () => {
     expect(() =>
       compiledThread(url('src', 'other', 'starter.ts'), 'other/other-thread.js', 'the other job'),
     ).toThrow('the other job: dist/other/other-thread.js is missing; run `npm run build`');
+    expect(() => compiledThread(url('src', 'other', 'starter.ts'), 'other/other-thread.js', 'x')).toThrow(
+      expect.objectContaining({ code: 'build_missing', file: 'other/other-thread.js' }) as MissingBuildError,
+    );
   });
 
   it('finds every thread the server starts in the real build', () => {
