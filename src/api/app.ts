@@ -1,3 +1,4 @@
+import { HEAD_TIMEOUT_MS, REQUEST_TIMEOUT_MS, timeoutCheckIntervalMs } from '../runtime/request-timeouts.js';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Server as HttpsServer } from 'node:https';
@@ -52,6 +53,8 @@ export interface ApiAppOptions {
       }
     | undefined;
   readonly version: string;
+  /** HEAD_TIMEOUT_MS unless a test shortens it. */
+  readonly headTimeoutMs?: number | undefined;
   /** Served at GET /metrics (no API key, like /healthz); no route when omitted. */
   readonly metricsRegistry?: Registry | undefined;
 }
@@ -63,7 +66,15 @@ export const BODY_LIMIT = 1024 * 1024;
  * the proxy hot path does not go through here.
  */
 export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promise<ApiServer> {
+  // The proxy listener's slow-client limits (Fastify's default has no limit on a whole request).
+  const headTimeoutMs = options.headTimeoutMs ?? HEAD_TIMEOUT_MS;
+  const timeouts = {
+    headersTimeout: headTimeoutMs,
+    connectionsCheckingInterval: timeoutCheckIntervalMs(headTimeoutMs),
+  };
   const serverOptions = {
+    requestTimeout: REQUEST_TIMEOUT_MS,
+    http: timeouts,
     loggerInstance: options.logger,
     // Request ids are ours, never taken from the client, so they can be trusted in logs.
     genReqId: () => newRequestId(Date.now()),
@@ -96,6 +107,7 @@ export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promis
           cert: options.https.cert,
           minVersion: 'TLSv1.3',
           handshakeTimeout: options.https.handshakeTimeoutMs ?? TLS_HANDSHAKE_TIMEOUT_MS,
+          ...timeouts,
         },
       })
     : Fastify(serverOptions);

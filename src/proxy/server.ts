@@ -1,3 +1,4 @@
+import { HEAD_TIMEOUT_MS, REQUEST_TIMEOUT_MS, timeoutCheckIntervalMs } from '../runtime/request-timeouts.js';
 import {
   createServer as createHttpServer,
   type IncomingMessage,
@@ -63,13 +64,11 @@ const IDLE_TIMEOUT_MS = 65_000;
 
 const HTTP_OPTIONS: ServerOptions = {
   maxHeaderSize: MAX_HEADER_BYTES,
-  // Slow-loris: the whole head must arrive in 20 s; a whole request (uploads included) in 10 min.
-  headersTimeout: 20_000,
-  requestTimeout: 10 * 60_000,
+  headersTimeout: HEAD_TIMEOUT_MS,
+  requestTimeout: REQUEST_TIMEOUT_MS,
   // Longer than the 60 s idle timeout of common load balancers, so they never reuse a closing socket.
   keepAliveTimeout: IDLE_TIMEOUT_MS,
-  // The timeouts above are checked this often (Node's default, 30 s, let a slow head hold on 50 s).
-  connectionsCheckingInterval: 5000,
+  connectionsCheckingInterval: timeoutCheckIntervalMs(HEAD_TIMEOUT_MS),
   // The proxy routes by path and never reads Host: a request without one is served (and refused in
   // the proxy's own shape when it must be), not answered with Node's bare 400.
   requireHostHeader: false,
@@ -160,7 +159,7 @@ export function createProxyServer(deps: ProxyDeps, options: ProxyServerOptions =
       handshakeTimeout: options.handshakeTimeoutMs ?? TLS_HANDSHAKE_TIMEOUT_MS,
     });
     serveHttp1Only(h2, handler.handle);
-    const requestTimeoutMs = options.requestTimeoutMs ?? HTTP_OPTIONS.requestTimeout ?? 600_000;
+    const requestTimeoutMs = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
     h2.on('session', (session: ServerHttp2Session) => {
       sessions.add(session);
       session.once('close', () => sessions.delete(session));
@@ -184,11 +183,11 @@ export function createProxyServer(deps: ProxyDeps, options: ProxyServerOptions =
       requireHostHeader: boolean;
       connectionsCheckingInterval: number;
     };
-    http1.headersTimeout = HTTP_OPTIONS.headersTimeout ?? 20_000;
-    http1.requestTimeout = HTTP_OPTIONS.requestTimeout ?? 600_000;
+    http1.headersTimeout = HEAD_TIMEOUT_MS;
+    http1.requestTimeout = REQUEST_TIMEOUT_MS;
     http1.keepAliveTimeout = idleMs;
     http1.requireHostHeader = HTTP_OPTIONS.requireHostHeader ?? false;
-    http1.connectionsCheckingInterval = HTTP_OPTIONS.connectionsCheckingInterval ?? 5000;
+    http1.connectionsCheckingInterval = timeoutCheckIntervalMs(HEAD_TIMEOUT_MS);
     h2.on('timeout', (peer: ServerHttp2Session | TLSSocket) => {
       // Node reports HTTP/1.1 sockets here too (the keep-alive limit and this idle time), and a
       // listener means it leaves them to us: one idle between requests is closed; one whose answer

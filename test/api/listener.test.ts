@@ -15,6 +15,8 @@ import { expectError } from './helpers.js';
 const sqlite = databases.find((d) => d.name === 'sqlite');
 /** The listener's TLS handshake limit, shortened. */
 const HANDSHAKE_MS = 300;
+/** The listener's limit on a request head, shortened from 20 s. */
+const HEAD_MS = 1_000;
 if (sqlite === undefined) throw new Error('no sqlite fixture');
 
 interface Raw {
@@ -34,6 +36,7 @@ describe('the management listener answers malformed requests in the error shape'
     ca = testCa.caCertPem;
     h = await startApiHarness(sqlite, {
       https: { key: leaf.keyPem, cert: leaf.certPem, handshakeTimeoutMs: HANDSHAKE_MS },
+      headTimeoutMs: HEAD_MS,
     });
     await h.app.listen({ host: '127.0.0.1', port: 0 });
     const address = h.app.server.address();
@@ -43,13 +46,20 @@ describe('the management listener answers malformed requests in the error shape'
     await h.close();
   });
 
-  /** Sends `head` (request line and headers, CRLF-separated, no final blank line) and `body` as is. */
-  function send(head: string, body = '', options: { closeAfterMs?: number } = {}): Promise<Raw> {
+  /**
+   * Sends `head` (request line and headers, CRLF-separated, no final blank line) and `body` as is;
+   * with `unfinished`, the head alone without the blank line that ends it.
+   */
+  function send(
+    head: string,
+    body = '',
+    options: { closeAfterMs?: number; unfinished?: boolean } = {},
+  ): Promise<Raw> {
     return new Promise((resolve, reject) => {
       const socket = connect({ host: '127.0.0.1', port, ca });
       const chunks: Buffer[] = [];
       socket.on('secureConnect', () => {
-        socket.write(`${head}\r\n\r\n${body}`);
+        socket.write(options.unfinished === true ? `${head}\r\n` : `${head}\r\n\r\n${body}`);
         if (options.closeAfterMs !== undefined) setTimeout(() => socket.destroy(), options.closeAfterMs);
       });
       socket.on('data', (d: Buffer) => {
@@ -143,6 +153,15 @@ describe('the management listener answers malformed requests in the error shape'
     );
     expectError(response, 431, 'headers_too_large');
     expect(closed).toBe(true);
+  });
+
+  it('answers a head that never ends 408 request_timeout once its limit passes, and closes the connection', async () => {
+    // A slow-loris client: without the limit the listener waited 60 s (Node's default) per socket.
+    const started = Date.now();
+    const { response, closed } = await send(`GET /healthz HTTP/1.1\r\n${host()}`, '', { unfinished: true });
+    expectError(response, 408, 'request_timeout');
+    expect(closed).toBe(true);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(HEAD_MS);
   });
 
   it('lists the allowed methods in Allow on a 405', async () => {

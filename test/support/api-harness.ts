@@ -56,6 +56,8 @@ export async function startApiHarness(
     metricsRegistry?: Registry;
     /** Serve TLS, for tests that listen on a real socket. */
     https?: { key: string; cert: string; handshakeTimeoutMs?: number };
+    /** How long a request head may take to arrive (20 s unless shortened). */
+    headTimeoutMs?: number;
     /** The `trust_proxy` setting's entries. */
     trustProxy?: string[];
   } = {},
@@ -75,7 +77,13 @@ export async function startApiHarness(
       now,
       trustProxy: options.trustProxy === undefined ? null : compileIpMatcher(options.trustProxy),
     },
-    { logger, version: 'test', metricsRegistry: options.metricsRegistry, https: options.https },
+    {
+      logger,
+      version: 'test',
+      metricsRegistry: options.metricsRegistry,
+      https: options.https,
+      headTimeoutMs: options.headTimeoutMs,
+    },
   );
   await app.ready();
   const own = await createAccount(db.store, 'harness', options.plan ?? 'free', now());
