@@ -4,6 +4,7 @@ import { settlesWithin } from '../runtime/settles-within.js';
 import type { OnUnauthorized, UnauthorizedAttempt, UnauthorizedReason } from '../anomalies/record.js';
 import type { EventPublisher } from '../events/publisher.js';
 import { BreachSummary, breachSummaryData } from './breach-summary.js';
+import { mergeSummaryParts, type SummaryPart } from './summary-part.js';
 import type { Counters, MaybePromise, WindowCount } from './counters.js';
 import { ipNetworkKey } from './ip-network.js';
 
@@ -30,9 +31,9 @@ export interface BreachHandlerOptions {
   /** How often trailing alerts are checked; 0 = never on a timer (tests call `flush`). */
   readonly flushEveryMs?: number | undefined;
   /**
-   * How long after pooling its part of a token's summary a process takes the merged summary and
-   * sends it: 0 alone (its own part is the whole), more than a flush period in a cluster, so that
-   * every member has pooled its part by then (summaryGraceMs).
+   * How long after a summary's window ends a process takes the merged summary and sends it: 0 alone
+   * (its own part is the whole), more than a flush period in a cluster, so that every member has
+   * pooled its part by then (summaryGraceMs).
    */
   readonly summaryGraceMs?: number | undefined;
 }
@@ -40,9 +41,13 @@ export interface BreachHandlerOptions {
 /** How long a pooled summary part waits to be taken before the counters forget it. */
 const SUMMARY_POOL_LIFE_MS = 10 * BREACH_COALESCE_MS;
 
-/** The grace for a cluster: each member pools at its first flush after the window ends. */
+/**
+ * The grace for a cluster, from the end of the window: each member pools at its first flush after it
+ * (within one flush period, plus the time its trailing alerts take), and the take waits a second
+ * flush period and a second more.
+ */
 export function summaryGraceMs(shared: boolean, flushEveryMs: number = FLUSH_EVERY_MS): number {
-  return shared ? flushEveryMs + 1_000 : 0;
+  return shared ? 2 * flushEveryMs + 1_000 : 0;
 }
 
 export interface BreachHandler {
@@ -55,6 +60,13 @@ export interface BreachHandler {
    * owes instead of losing it with the process (see `drain` below), then stops the timer.
    */
   close(): Promise<void>;
+}
+
+/** A token's summary part pooled by this process: whose it is, when to take the pool, what it added. */
+interface Pooled {
+  readonly accountId: string;
+  readonly takeAt: number;
+  readonly own: SummaryPart;
 }
 
 /** A tuple alerted lately: when, and why its attempts were refused (for the trailing alert's reason). */
@@ -104,8 +116,8 @@ export function createBreachHandler(options: BreachHandlerOptions): BreachHandle
   const pending = new Map<string, Pending>();
   const quiet = new Map<string, Quiet>();
   const summaries = new Map<string, BreachSummary>();
-  /** Tokens whose summary part this process pooled: when it takes the merged one, and whose it is. */
-  const pooled = new Map<string, { readonly accountId: string; readonly takeAt: number }>();
+  /** Tokens whose summary part this process pooled, until it takes the merged one. */
+  const pooled = new Map<string, Pooled>();
   const grace = options.summaryGraceMs ?? 0;
   let warnedFull = false;
 
@@ -248,27 +260,48 @@ export function createBreachHandler(options: BreachHandlerOptions): BreachHandle
   /**
    * Pools every summary due by `at` (all of them at shutdown), then sends the merged summary of each
    * token whose grace is over (all at shutdown): in a cluster, the member that takes a token's pool
-   * first sends the attempts every member held back, and the others find it empty.
+   * first sends the attempts every member held back, and the others find it empty. Tokens go
+   * concurrently: a flood over many tokens must not hold a shutdown for one round trip each.
    */
   async function sendSummaries(at: number, all = false): Promise<void> {
-    for (const [tokenId, summary] of summaries) {
-      if (!all && at < summary.dueAt) continue;
-      summaries.delete(tokenId);
-      try {
-        await counters.poolSummary(poolKey(tokenId), summary.part(), at + SUMMARY_POOL_LIFE_MS, at);
-        if (!pooled.has(tokenId)) pooled.set(tokenId, { accountId: summary.accountId, takeAt: at + grace });
-      } catch (err) {
-        // Not pooled: sent alone rather than lost (a cluster may then get two summaries).
-        fail('breach summary not pooled')(err);
-        emit(summary.accountId, { ...breachSummaryData(tokenId, summary.part()) });
-      }
+    const due = [...summaries.values()].filter((summary) => all || at >= summary.dueAt);
+    for (const summary of due) summaries.delete(summary.tokenId);
+    await Promise.all(due.map((summary) => pool(summary, at)));
+    const ready = [...pooled].filter(([, p]) => all || at >= p.takeAt);
+    for (const [tokenId] of ready) pooled.delete(tokenId);
+    await Promise.all(ready.map(([tokenId, p]) => take(tokenId, p, at)));
+  }
+
+  async function pool(summary: BreachSummary, at: number): Promise<void> {
+    const part = summary.part();
+    try {
+      await counters.poolSummary(poolKey(summary.tokenId), part, at + SUMMARY_POOL_LIFE_MS, at);
+    } catch (err) {
+      // Not pooled: sent alone rather than lost (a cluster may then get two summaries).
+      fail('breach summary not pooled')(err);
+      emit(summary.accountId, { ...breachSummaryData(summary.tokenId, part) });
+      return;
     }
-    for (const [tokenId, p] of pooled) {
-      if (!all && at < p.takeAt) continue;
-      pooled.delete(tokenId);
-      const merged = await counters.takeSummary(poolKey(tokenId), at);
-      if (merged !== undefined) emit(p.accountId, { ...breachSummaryData(tokenId, merged) });
+    const held = pooled.get(summary.tokenId);
+    // Counted from the window's end, which every member shares, not from this member's flush.
+    const takeAt = held?.takeAt ?? summary.dueAt + grace;
+    pooled.set(summary.tokenId, {
+      accountId: summary.accountId,
+      takeAt,
+      own: mergeSummaryParts(held?.own, part),
+    });
+  }
+
+  async function take(tokenId: string, p: Pooled, at: number): Promise<void> {
+    let merged: SummaryPart | undefined;
+    try {
+      merged = await counters.takeSummary(poolKey(tokenId), at);
+    } catch (err) {
+      // The pool is out of reach: this member's own part goes out alone rather than being lost.
+      fail('breach summary pool not taken')(err);
+      merged = p.own;
     }
+    if (merged !== undefined) emit(p.accountId, { ...breachSummaryData(tokenId, merged) });
   }
 
   const every = options.flushEveryMs ?? FLUSH_EVERY_MS;

@@ -280,13 +280,13 @@ export class MemoryCounters implements Counters {
     }
   }
 
-  /** Forgets everything (FallbackCounters: what an earlier Redis outage counted is stale now). */
+  /** Forgets every count (FallbackCounters: what an earlier Redis outage counted is stale now). */
   clear(): void {
     this.#windows.clear();
     this.#values.clear();
     this.#backoffs.clear();
     this.#coalesced.clear();
-    this.#summaries.clear();
+    // Summary parts stay: they are alerts waiting to be sent, not counts an outage made stale.
   }
 
   /** Entries held, per kind (tests and metrics). */

@@ -32,6 +32,8 @@ export class FallbackCounters implements Counters {
   readonly #shared: Counters;
   readonly #local: MemoryCounters;
   readonly #health: SharedHealth;
+  /** Summary parts this process pooled in Redis and has not taken back yet. */
+  readonly #ownPooled = new Map<string, SummaryPart>();
 
   constructor(shared: Counters, local: MemoryCounters, health: SharedHealth) {
     this.#shared = shared;
@@ -100,21 +102,39 @@ export class FallbackCounters implements Counters {
     );
   }
 
-  /** During an outage a part is pooled in memory and taken from there: summaries still go out. */
+  /**
+   * During an outage a part is pooled in memory. A part pooled in Redis is remembered until taken:
+   * should the pool be out of reach then, this process sends what it put there itself.
+   */
   poolSummary(key: string, part: SummaryPart, expiresAt: number, now: number): MaybePromise<void> {
     if (!this.#health.up) return this.#local.poolSummary(key, part, expiresAt, now);
-    return this.#either(this.#shared.poolSummary(key, part, expiresAt, now), () =>
-      this.#local.poolSummary(key, part, expiresAt, now),
-    );
+    const shared = this.#shared.poolSummary(key, part, expiresAt, now);
+    const remembered = Promise.resolve(shared).then(() => this.#remember(key, part));
+    return this.#either(remembered, () => this.#local.poolSummary(key, part, expiresAt, now));
   }
 
-  /** Memory's part too once Redis is back: what was pooled there during the outage is sent with it. */
+  /**
+   * The shared pool with what memory holds (parts pooled during an outage); when Redis is away or
+   * fails, memory's parts and this process's own parts in Redis, so a summary is never lost with
+   * the pool (another member may then send those parts too: counted twice, never lost).
+   */
   takeSummary(key: string, now: number): MaybePromise<SummaryPart | undefined> {
     const local = this.#local.takeSummary(key, now);
-    if (!this.#health.up) return local;
-    const shared = this.#either(this.#shared.takeSummary(key, now), () => undefined);
+    const own = this.#ownPooled.get(key);
+    this.#ownPooled.delete(key);
+    if (!this.#health.up) return mergeParts(own, local);
+    const shared = this.#either(this.#shared.takeSummary(key, now), () => own);
     if (local === undefined) return shared;
-    return Promise.resolve(shared).then((part) => mergeSummaryParts(part, local));
+    return Promise.resolve(shared).then((part) => mergeParts(part, local));
+  }
+
+  #remember(key: string, part: SummaryPart): void {
+    // Bounded like the counters' own maps: one entry per token with a summary waiting to be taken.
+    if (!this.#ownPooled.has(key) && this.#ownPooled.size >= MAX_OWN_POOLED) {
+      const oldest = this.#ownPooled.keys().next();
+      if (oldest.done !== true) this.#ownPooled.delete(oldest.value);
+    }
+    this.#ownPooled.set(key, mergeSummaryParts(this.#ownPooled.get(key), part));
   }
 
   close(): void {
@@ -157,4 +177,12 @@ export class FallbackCounters implements Counters {
       }, fallBack);
     });
   }
+}
+
+/** At most this many tokens' own summary parts are remembered (as MemoryCounters' maps). */
+const MAX_OWN_POOLED = 10_000;
+
+function mergeParts(a: SummaryPart | undefined, b: SummaryPart | undefined): SummaryPart | undefined {
+  if (a === undefined) return b;
+  return b === undefined ? a : mergeSummaryParts(a, b);
 }

@@ -126,12 +126,12 @@ export function redisKey(key: string): string {
   return `${KEY_PREFIX}{${key}}`;
 }
 
-/** TAKE_SUMMARY's flat field list back into a part; undefined when nothing was pooled. */
+/** TAKE_SUMMARY's flat field list back into a part (values in the order they came); undefined when nothing was pooled. */
 function summaryFromHash(flat: readonly string[]): SummaryPart | undefined {
   if (flat.length === 0) return undefined;
   const reasons: Record<string, number> = {};
-  const origins: (string | null)[] = [];
-  const ips: string[] = [];
+  const origins: [string | null, number][] = [];
+  const ips: [string, number][] = [];
   let attempts = 0;
   let capped = false;
   let first = '';
@@ -144,8 +144,13 @@ function summaryFromHash(flat: readonly string[]): SummaryPart | undefined {
     else if (field === 'f') first = value;
     else if (field === 'l') last = value;
     else if (field.startsWith('r:')) reasons[field.slice(2)] = Number(value);
-    else if (field.startsWith('o:')) origins.push(JSON.parse(field.slice(2)) as string | null);
-    else if (field.startsWith('i:')) ips.push(field.slice(2));
+    else if (field.startsWith('o:'))
+      origins.push([JSON.parse(field.slice(2)) as string | null, Number(value)]);
+    else if (field.startsWith('i:')) ips.push([field.slice(2), Number(value)]);
   }
-  return { attempts, reasons, origins, ips, capped, first, last };
+  return { attempts, reasons, origins: inOrder(origins), ips: inOrder(ips), capped, first, last };
+}
+
+function inOrder<T>(ranked: [T, number][]): T[] {
+  return ranked.sort((a, b) => a[1] - b[1]).map(([value]) => value);
 }

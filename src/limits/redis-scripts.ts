@@ -145,8 +145,9 @@ return s(p)
 /**
  * ARGV: now, expiresAt, max distinct, the part as JSON {n, r, o, i, c, f, l} (origins already
  * JSON-encoded strings, so `null` is a value) → 1. mergeSummaryParts' rule, field by field: n
- * (attempts), r:<reason>, o:<origin>, i:<ip>, oc / ic (distinct held), cap, f (first), l (last),
- * e (expiry). A hash keeps its fields in insertion order while it is small, as a JavaScript Set does.
+ * (attempts), r:<reason>, o:<origin> and i:<ip> (each holding its rank among the distinct values, so
+ * the first ones can be listed first: a large hash does not keep insertion order), oc / ic (distinct
+ * held), cap, f (first), l (last), e (expiry).
  */
 export const POOL_SUMMARY = script(`
 local e = tonumber(ARGV[2])
@@ -162,7 +163,7 @@ local function unite(prefix, countField, values)
     if redis.call('HEXISTS', k, prefix .. v) == 0 then
       if count >= max then redis.call('HSET', k, 'cap', 1)
       else
-        redis.call('HSET', k, prefix .. v, 1)
+        redis.call('HSET', k, prefix .. v, count)
         count = count + 1
       end
     end

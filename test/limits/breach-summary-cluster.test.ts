@@ -50,6 +50,7 @@ describe('breach summaries of a cluster: one per token, with every member’s at
     // Each member flushes on its own timer: A just after the minute, B four seconds later.
     await a.breach.flush(T0 + 61_000);
     await b.breach.flush(T0 + 64_000);
+    await new Promise((r) => setTimeout(r, 100)); // a summary sent now would be published by then
     expect(summaries()).toEqual([]); // pooled, waiting for the other members' parts
     await a.breach.flush(T0 + 61_000 + GRACE);
     await until('the summary published', () => summaries().length >= 1);
@@ -102,5 +103,22 @@ describe('breach summaries of a cluster: one per token, with every member’s at
     await solo.breach.flush(T0 + 60_000);
     await until('the summary', () => solo.events.length >= 4);
     expect(solo.events[3]?.data).toMatchObject({ summary: true, attempts: 2, ip_count: 2 });
+  });
+
+  it('a member whose take fails sends its own part rather than lose the summary', async () => {
+    const clock = { at: T0 };
+    class TakeFails extends RedisCounters {
+      override takeSummary(): Promise<undefined> {
+        return Promise.reject(new Error('Redis went away'));
+      }
+    }
+    const lonely = breachMember(clock, new TakeFails(connection.client), GRACE);
+    for (let i = 1; i <= 6; i++)
+      lonely.breach.onUnauthorized(attempt(`192.0.2.${i}`, 'https://evil.example', T0 + i));
+    await until('three alerts', () => lonely.events.length >= 3);
+    await lonely.breach.flush(T0 + 61_000);
+    await lonely.breach.flush(T0 + 61_000 + GRACE);
+    await until('the summary', () => lonely.events.length >= 4);
+    expect(lonely.events[3]?.data).toMatchObject({ summary: true, attempts: 3, ip_count: 3 });
   });
 });

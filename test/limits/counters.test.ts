@@ -269,10 +269,30 @@ for (const { name, make } of IMPLEMENTATIONS) {
         await counters.poolSummary('s', part({ origins: origins(0, 600) }), 600_000, 0);
         await counters.poolSummary('s', part({ origins: origins(500, 600) }), 600_000, 0);
         const whole = await counters.takeSummary('s', 0);
-        expect(whole?.origins).toHaveLength(SUMMARY_DISTINCT_MAX);
-        expect(new Set(whole?.origins)).toEqual(new Set(origins(0, SUMMARY_DISTINCT_MAX)));
+        // The first ones, in the order they came (a hash this large no longer keeps insertion order).
+        expect(whole?.origins).toEqual(origins(0, SUMMARY_DISTINCT_MAX));
         expect(whole?.capped).toBe(true);
         expect(whole?.ips).toEqual([]);
+      });
+
+      it('lists values in the order they came, however long (long fields make a Redis hash unordered)', async () => {
+        counters = make();
+        const long = (n: number) => `https://${'sub.'.repeat(20)}o${n}.example`;
+        await counters.poolSummary(
+          's',
+          part({ origins: [long(3), null, long(1)], ips: ['192.0.2.9'] }),
+          600_000,
+          0,
+        );
+        await counters.poolSummary(
+          's',
+          part({ origins: [long(2), long(1)], ips: ['192.0.2.1'] }),
+          600_000,
+          0,
+        );
+        const whole = await counters.takeSummary('s', 0);
+        expect(whole?.origins).toEqual([long(3), null, long(1), long(2)]);
+        expect(whole?.ips).toEqual(['192.0.2.9', '192.0.2.1']);
       });
 
       it('a pool not taken by its expiry is forgotten; a part after it starts a new one', async () => {
