@@ -1,7 +1,12 @@
+import pino from 'pino';
+import { afterAll, beforeAll } from 'vitest';
 import type { UnauthorizedAttempt } from '../../src/anomalies/record.js';
+import { connectRedis, type RedisConnection } from '../../src/cluster/redis-connection.js';
 import type { NewEvent } from '../../src/events/publisher.js';
 import { createBreachHandler } from '../../src/limits/breach.js';
 import { MemoryCounters, type Counters } from '../../src/limits/counters.js';
+import { REDIS_POLL, startRedis, type TestRedis } from '../cluster/support.js';
+import { until } from '../support/poll.js';
 
 /** One refused attempt on token `tok_1` of account `acct_1`. */
 export function attempt(ip: string, origin: string, at: number): UnauthorizedAttempt {
@@ -42,4 +47,22 @@ export function breachMember(
     summaryGraceMs,
   });
   return { breach, events };
+}
+
+/**
+ * A redis-server of the describe block's own and a connection to it, from before its first test to
+ * after its last: what the members of a cluster share.
+ */
+export function useMembersRedis(): { redis: TestRedis; connection: RedisConnection } {
+  const shared = {} as { redis: TestRedis; connection: RedisConnection };
+  beforeAll(async () => {
+    shared.redis = await startRedis();
+    shared.connection = connectRedis({ url: shared.redis.url }, pino({ level: 'silent' }));
+    await until('the connection to Redis to be up', () => shared.connection.up, REDIS_POLL);
+  }, 60_000);
+  afterAll(async () => {
+    await shared.connection?.close();
+    await shared.redis?.stop();
+  });
+  return shared;
 }

@@ -1,10 +1,8 @@
-import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectRedis, type RedisConnection } from '../../src/cluster/redis-connection.js';
+import { describe, expect, it } from 'vitest';
 import { RedisCounters } from '../../src/limits/redis-counters.js';
-import { REDIS_POLL, startRedis, type TestRedis } from '../cluster/support.js';
+import { REDIS_POLL } from '../cluster/support.js';
 import { until } from '../support/poll.js';
-import { attempt, breachMember as handler } from './breach-members.js';
+import { attempt, breachMember as handler, useMembersRedis } from './breach-members.js';
 
 const T0 = Date.UTC(2026, 10, 24, 12, 0, 0);
 
@@ -65,24 +63,12 @@ describe('breach alerts a process still owes when it stops', () => {
 });
 
 describe('breach alerts owed at shutdown, two members on one real Redis', () => {
-  let redis: TestRedis;
-  let connection: RedisConnection;
-
-  beforeAll(async () => {
-    redis = await startRedis();
-    connection = connectRedis({ url: redis.url }, pino({ level: 'silent' }));
-    await until('the connection to Redis to be up', () => connection.up, REDIS_POLL);
-  }, 60_000);
-
-  afterAll(async () => {
-    await connection?.close();
-    await redis?.stop();
-  });
+  const shared = useMembersRedis();
 
   it('a member that stops does not touch the shared window: the other still sends its trailing alert', async () => {
     const clock = { at: T0 };
-    const a = handler(clock, new RedisCounters(connection.client));
-    const b = handler(clock, new RedisCounters(connection.client));
+    const a = handler(clock, new RedisCounters(shared.connection.client));
+    const b = handler(clock, new RedisCounters(shared.connection.client));
     a.breach.onUnauthorized(attempt('192.0.2.1', 'https://evil.example', clock.at));
     await until("member A's first breach event", () => a.events.length === 1, REDIS_POLL);
     // Thirty seconds later both members see the same tuple again: coalesced on each.

@@ -1,11 +1,8 @@
-import pino from 'pino';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { connectRedis, type RedisConnection } from '../../src/cluster/redis-connection.js';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { summaryGraceMs } from '../../src/limits/breach.js';
 import { RedisCounters } from '../../src/limits/redis-counters.js';
-import { REDIS_POLL, startRedis, type TestRedis } from '../cluster/support.js';
 import { until } from '../support/poll.js';
-import { attempt, breachMember } from './breach-members.js';
+import { attempt, breachMember, useMembersRedis } from './breach-members.js';
 
 const T0 = Date.UTC(2026, 10, 29, 9, 0, 0);
 const GRACE = summaryGraceMs(true);
@@ -15,25 +12,16 @@ const GRACE = summaryGraceMs(true);
  * however many processes refused them. Two members on one real Redis, each flushing on its own.
  */
 describe('breach summaries of a cluster: one per token, with every member’s attempts', () => {
-  let redis: TestRedis;
-  let connection: RedisConnection;
-  beforeAll(async () => {
-    redis = await startRedis();
-    connection = connectRedis({ url: redis.url }, pino({ level: 'silent' }));
-    await until('the connection to Redis to be up', () => connection.up, REDIS_POLL);
-  }, 60_000);
-  afterAll(async () => {
-    await connection?.close();
-    await redis?.stop();
-  });
+  const shared = useMembersRedis();
+  const client = () => shared.connection.client;
   beforeEach(async () => {
-    await connection.client.sendCommand(['FLUSHALL']);
+    await client().sendCommand(['FLUSHALL']);
   });
 
   /** Members A and B: 12 attempts from 12 addresses, A refusing the odd ones and B the even ones. */
   function flood(clock: { at: number }) {
-    const a = breachMember(clock, new RedisCounters(connection.client), GRACE);
-    const b = breachMember(clock, new RedisCounters(connection.client), GRACE);
+    const a = breachMember(clock, new RedisCounters(client()), GRACE);
+    const b = breachMember(clock, new RedisCounters(client()), GRACE);
     for (let i = 1; i <= 12; i++) {
       const member = i % 2 === 1 ? a : b;
       member.breach.onUnauthorized(attempt(`192.0.2.${i}`, `https://evil${i % 3}.example`, clock.at + i));
@@ -96,7 +84,7 @@ describe('breach summaries of a cluster: one per token, with every member’s at
 
   it('alone (no grace), a member sends its summary at its first flush after the minute, as before', async () => {
     const clock = { at: T0 };
-    const solo = breachMember(clock, new RedisCounters(connection.client), summaryGraceMs(false));
+    const solo = breachMember(clock, new RedisCounters(client()), summaryGraceMs(false));
     for (let i = 1; i <= 5; i++)
       solo.breach.onUnauthorized(attempt(`192.0.2.${i}`, 'https://evil.example', T0));
     await until('three alerts', () => solo.events.length >= 3);
@@ -112,7 +100,7 @@ describe('breach summaries of a cluster: one per token, with every member’s at
         return Promise.reject(new Error('Redis went away'));
       }
     }
-    const lonely = breachMember(clock, new TakeFails(connection.client), GRACE);
+    const lonely = breachMember(clock, new TakeFails(client()), GRACE);
     for (let i = 1; i <= 6; i++)
       lonely.breach.onUnauthorized(attempt(`192.0.2.${i}`, 'https://evil.example', T0 + i));
     await until('three alerts', () => lonely.events.length >= 3);
