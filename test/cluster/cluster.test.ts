@@ -202,6 +202,36 @@ describe.skipIf(!postgres?.available)('three serve processes on one PostgreSQL d
     expect((await events('breach.detected')) - before).toBe(1);
   }, 30_000);
 
+  it('60 addresses refused over three members: 3 alerts and one summary of the other 57, not one per member', async () => {
+    const t = await token({ real_key: 'sk-cluster-summary-00000000000' });
+    const breaches = async () =>
+      (await db.store.events.list(accountId(), { type: 'breach.detected' }, { limit: 100 })).items.filter(
+        (e) => e.data.token_id === t.id,
+      );
+    const answers = await Promise.all(
+      Array.from({ length: 60 }, (_, i) =>
+        cluster.proxy(i % 3, t.key, {
+          origin: 'https://evil.example',
+          'x-forwarded-for': `192.0.2.${i + 1}`,
+        }),
+      ),
+    );
+    expect(answers.map((a) => a.code)).toEqual(Array.from({ length: 60 }, () => 'origin_not_allowed'));
+    // The token's cap allows 3 alerts a minute; the rest are pooled by every member that refused
+    // them and sent once, 11 to 16 s after the minute.
+    await until('the summary', async () => (await breaches()).some((e) => e.data.summary === true), {
+      timeoutMs: 100_000,
+      everyMs: 1_000,
+    });
+    // Every member checks every 5 s: a second summary would be recorded by now.
+    await new Promise((r) => setTimeout(r, 6_000));
+    const all = await breaches();
+    expect(all.filter((e) => e.data.summary !== true)).toHaveLength(3);
+    const summaries = all.filter((e) => e.data.summary === true);
+    expect(summaries).toHaveLength(1);
+    expect(summaries[0]?.data).toMatchObject({ attempts: 57, ip_count: 57, origin_count: 1 });
+  }, 130_000);
+
   it('the monthly quota is exact across members, with one threshold event', async () => {
     const t = await token({ real_key: 'sk-cluster-quota-000000000000' });
     const left = QUOTA - cluster.forwarded();
