@@ -171,6 +171,31 @@ export function FormDialog(props: {
   );
 }
 
+/**
+ * The pages of a newest-first list read so far (each a cursor), for one set of filters (`filters`,
+ * any string that names them): another set, chosen in the view or by Back, starts on its first page
+ * at once, without a request carrying the old set's cursor. `pager(list)` is the Pager's props.
+ */
+export function useCursorPages(filters: string) {
+  const [paging, setPaging] = useState<{ filters: string; cursors: (string | undefined)[] }>({
+    filters,
+    cursors: [undefined],
+  });
+  const cursors = paging.filters === filters ? paging.cursors : [undefined];
+  return {
+    cursor: cursors[cursors.length - 1],
+    pager: (list: { has_more: boolean; next_cursor: string | null } | undefined) => ({
+      page: cursors.length - 1,
+      hasMore: list?.has_more ?? false,
+      onFirst: () => setPaging({ filters, cursors: [undefined] }),
+      onNext: () => {
+        const next = list?.next_cursor;
+        if (next) setPaging({ filters, cursors: [...cursors, next] });
+      },
+    }),
+  };
+}
+
 export function Pager(props: { hasMore: boolean; page: number; onNext: () => void; onFirst: () => void }) {
   if (!props.hasMore && props.page === 0) return null;
   return (

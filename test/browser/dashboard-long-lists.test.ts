@@ -37,6 +37,85 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium: long lists and failure
     expect(await option.count()).toBe(1);
   });
 
+  it('the Anomalies view pages older and back, and another token starts on its newest page without the old cursor', async () => {
+    const paged = await d.createToken(d.apiKey, 'paged anomalies');
+    const other = await d.createToken(d.apiKey, 'other anomalies');
+    const account = String((await d.api(d.apiKey, 'GET', '/v1/account')).body.account_id);
+    const t0 = Date.now() - 3_600_000;
+    const entry = (tokenId: string, i: number, path: string) => ({
+      id: `req_paging_${tokenId.slice(0, 8)}_${i}`,
+      accountId: account,
+      tokenId,
+      timestamp: new Date(t0 + i * 1_000).toISOString(),
+      origin: 'https://evil.example',
+      ip: `198.51.100.${i + 1}`,
+      country: null,
+      path,
+      reason: 'origin_not_allowed' as const,
+      kind: 'breach' as const,
+      details: null,
+    });
+    // 60 entries: a page of 50 and one of 10, newest first.
+    await d.server.store.anomalies.insertMany(
+      Array.from({ length: 60 }, (_, i) => entry(paged.token_id, i, `/openai/v1/paged-${i}`)),
+    );
+    await d.server.store.anomalies.insertMany([entry(other.token_id, 0, '/openai/v1/the-other-one')]);
+    const asked: string[] = [];
+    d.page.on('request', (r) => {
+      if (r.url().includes('/v1/anomalies')) asked.push(r.url());
+    });
+    await d.page.goto(`${d.server.apiUrl}/anomalies?token_id=${paged.token_id}`);
+    const table = d.page.getByRole('table', { name: 'Anomalies' });
+    const cell = (text: string) => table.getByText(text, { exact: true });
+    await cell('/openai/v1/paged-59').waitFor();
+    expect(await table.getByRole('row').count()).toBe(51); // the heading and 50
+    await d.page.getByRole('button', { name: 'Older' }).click();
+    await cell('/openai/v1/paged-9').waitFor();
+    await d.page.getByText('Page 2', { exact: true }).waitFor();
+    expect(await table.getByRole('row').count()).toBe(11);
+    expect(await d.page.getByRole('button', { name: 'Older' }).isDisabled()).toBe(true);
+    await d.page.getByRole('button', { name: 'Newest' }).click();
+    await cell('/openai/v1/paged-59').waitFor();
+
+    await d.page.getByRole('button', { name: 'Older' }).click();
+    await cell('/openai/v1/paged-9').waitFor();
+    // Another token, chosen on the second page: its newest page, asked for without the old cursor.
+    await d.page.getByLabel('Token').selectOption(other.token_id);
+    await cell('/openai/v1/the-other-one').waitFor();
+    expect(await table.getByRole('row').count()).toBe(2);
+    expect(await d.page.getByText('Page 2', { exact: true }).count()).toBe(0);
+    const forOther = asked.filter((url) => url.includes(other.token_id));
+    expect(forOther.length).toBeGreaterThan(0);
+    expect(forOther.filter((url) => url.includes('cursor='))).toEqual([]);
+  });
+
+  it('the audit log pages older, and another action starts on its newest page without the old cursor', async () => {
+    // 30 token.create entries: more than the audit log's page of 25.
+    for (let i = 0; i < 30; i++) await d.createToken(d.apiKey, `audited ${i}`);
+    const asked: string[] = [];
+    d.page.on('request', (r) => {
+      if (r.url().includes('/v1/audit')) asked.push(r.url());
+    });
+    await go(d.page, 'Settings');
+    const audit = (has: string) => (r: { url(): string }) =>
+      r.url().includes('/v1/audit') && r.url().includes(has);
+    // The pager shows "Page 2" as soon as it is clicked; the request follows.
+    await Promise.all([
+      d.page.waitForRequest(audit('cursor=')),
+      d.page.getByRole('button', { name: 'Older' }).click(),
+    ]);
+    await d.page.getByText('Page 2', { exact: true }).waitFor();
+    const before = asked.length;
+    await Promise.all([
+      d.page.waitForRequest(audit('action=')),
+      d.page.getByRole('form', { name: 'Audit filters' }).getByRole('combobox').selectOption({ index: 2 }),
+    ]);
+    await d.page.getByText('Page 2', { exact: true }).waitFor({ state: 'detached' });
+    const after = asked.slice(before);
+    expect(after.filter((url) => url.includes('action='))).not.toEqual([]);
+    expect(after.filter((url) => url.includes('cursor='))).toEqual([]);
+  });
+
   it('the Logs view keeps its filters in the address: a reload, a link and Back keep what was chosen', async () => {
     await go(d.page, 'Logs');
     const t = await d.createToken(d.apiKey, 'filtered in the logs');

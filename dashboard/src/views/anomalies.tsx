@@ -11,6 +11,7 @@ import {
   StatusBadge,
   TokenOptions,
   errorText,
+  useCursorPages,
   useLoad,
 } from '../ui';
 
@@ -26,15 +27,12 @@ export function Anomalies(props: { tokenId: string | undefined }) {
   const [page, setPage] = useState<List<Anomaly> | undefined>(undefined);
   const [error, setError] = useState<string | null>(null);
   const [revoke, setRevoke] = useState<Token | null>(null);
-  const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
-  const cursor = cursors[cursors.length - 1];
+  // A token filter's pages start on the newest, without a request carrying another filter's cursor.
+  const pages = useCursorPages(props.tokenId ?? '');
+  const cursor = pages.cursor;
   const tokens = useLoad(() => listAll<Token>('/tokens'));
   const byId = new Map((tokens.data?.items ?? []).map((t) => [t.token_id, t]));
   const live = cursor === undefined;
-
-  useEffect(() => {
-    setCursors([undefined]);
-  }, [props.tokenId]);
 
   useEffect(() => {
     let stopped = false;
@@ -192,12 +190,7 @@ export function Anomalies(props: { tokenId: string | undefined }) {
           </p>
         </ConfirmDialog>
       )}
-      <Pager
-        page={cursors.length - 1}
-        hasMore={page?.has_more ?? false}
-        onFirst={() => setCursors([undefined])}
-        onNext={() => page?.next_cursor && setCursors([...cursors, page.next_cursor])}
-      />
+      <Pager {...pages.pager(page)} />
     </section>
   );
 }

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, query, type List } from '../api';
 import { dateTime } from '../format';
-import { Alert, Empty, Pager, useLoad } from '../ui';
+import { Alert, Empty, Pager, useCursorPages, useLoad } from '../ui';
 import { AUDIT_ACTIONS } from '../../../src/audit/action-names.js';
 
 interface AuditEntry {
@@ -25,13 +25,12 @@ function who(actor: AuditEntry['actor']): string {
 /** The account's audit log (GET /v1/audit), newest first, in the Settings view. */
 export function AuditLog() {
   const [action, setAction] = useState('');
-  const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
-  const cursor = cursors[cursors.length - 1];
+  const pages = useCursorPages(action);
+  const cursor = pages.cursor;
   const { data, error } = useLoad(
     () => api<List<AuditEntry>>('GET', `/audit${query({ limit: 25, action, cursor })}`),
     [action, cursor],
   );
-  const reset = () => setCursors([undefined]);
   const rows = data?.data ?? [];
   return (
     <>
@@ -39,7 +38,7 @@ export function AuditLog() {
       <form class="filters" onSubmit={(e) => e.preventDefault()} aria-label="Audit filters">
         <label class="field">
           <span>Action</span>
-          <select value={action} onChange={(e) => (setAction(e.currentTarget.value), reset())}>
+          <select value={action} onChange={(e) => setAction(e.currentTarget.value)}>
             <option value="">All changes</option>
             {ACTIONS.map((a) => (
               <option key={a} value={a}>
@@ -86,12 +85,7 @@ export function AuditLog() {
           </div>
         )}
       </div>
-      <Pager
-        page={cursors.length - 1}
-        hasMore={data?.has_more ?? false}
-        onFirst={reset}
-        onNext={() => data?.next_cursor && setCursors([...cursors, data.next_cursor])}
-      />
+      <Pager {...pages.pager(data)} />
     </>
   );
 }

@@ -1,8 +1,7 @@
-import { useState } from 'preact/hooks';
 import { api, listAll, query, type List, type LogRecord, type Token } from '../api';
 import { dateTime } from '../format';
 import { navigate } from '../router';
-import { Alert, Empty, PageHeader, Pager, TokenOptions, useLoad } from '../ui';
+import { Alert, Empty, PageHeader, Pager, TokenOptions, useCursorPages, useLoad } from '../ui';
 
 const OUTCOMES = ['true', 'false'];
 const STATUSES = ['2xx', '4xx', '5xx'];
@@ -21,16 +20,8 @@ export function Logs(props: { params: URLSearchParams }) {
   const tokenId = pick(props.params, 'token_id');
   const authorized = pick(props.params, 'authorized', OUTCOMES);
   const status = pick(props.params, 'status', STATUSES);
-  // The pages read so far belong to one set of filters: another set (chosen here, or by Back) starts
-  // on its first page, without a request carrying the old set's cursor.
-  const filters = `${tokenId}\n${authorized}\n${status}`;
-  const [paging, setPaging] = useState<{ filters: string; cursors: (string | undefined)[] }>({
-    filters,
-    cursors: [undefined],
-  });
-  const cursors = paging.filters === filters ? paging.cursors : [undefined];
-  const setCursors = (next: (string | undefined)[]) => setPaging({ filters, cursors: next });
-  const cursor = cursors[cursors.length - 1];
+  const pages = useCursorPages(`${tokenId}\n${authorized}\n${status}`);
+  const cursor = pages.cursor;
   const tokens = useLoad(() => listAll<Token>('/tokens'));
   const names = new Map((tokens.data?.items ?? []).map((t) => [t.token_id, t.name]));
   const { data, error } = useLoad(
@@ -43,7 +34,6 @@ export function Logs(props: { params: URLSearchParams }) {
   );
   const filter = (change: Record<string, string>) =>
     navigate(`/logs${query({ token_id: tokenId, authorized, status, ...change })}`);
-  const reset = () => setCursors([undefined]);
   const rows = data?.data ?? [];
 
   return (
@@ -131,12 +121,7 @@ export function Logs(props: { params: URLSearchParams }) {
           </div>
         )}
       </div>
-      <Pager
-        page={cursors.length - 1}
-        hasMore={data?.has_more ?? false}
-        onFirst={reset}
-        onNext={() => data?.next_cursor && setCursors([...cursors, data.next_cursor])}
-      />
+      <Pager {...pages.pager(data)} />
     </section>
   );
 }
