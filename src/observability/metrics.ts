@@ -117,7 +117,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
       storeFailures.labels({ queue: name }).inc(0);
       return {
         watchDepth: (depth) => void depths.set(name, depth),
-        dropped: (count, reason) => dropped.labels({ queue: name, reason }).inc(count),
+        dropped: (count, reason, own) => dropped.labels({ queue: own ?? name, reason }).inc(count),
         storeFailed: () => storeFailures.labels({ queue: name }).inc(),
       };
     },

@@ -8,6 +8,7 @@ import {
   type BatchingOptions,
 } from './batcher.js';
 import { requestLogJson, requestLogLine, toRequestLogEntry } from './json.js';
+import { requestQueue } from './log-protocol.js';
 import type { RequestLogRecord, RequestLogSink } from './record.js';
 import { LOG_BUDGETS } from './log-budgets.js';
 import { requestRecordBytes } from './record-size.js';
@@ -58,6 +59,8 @@ export function createRequestLogWriter(options: RequestLogWriterOptions): Reques
     isTransient: isStoreOutage,
     maxBytes,
     sizeOf: requestRecordBytes,
+    // Forwarded and refused records of known tokens share this writer: each loss under its own.
+    queueOf: requestQueue,
   });
 
   /**

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { settlesWithin } from '../runtime/settles-within.js';
 import { StoreUnavailableError } from '../store/errors.js';
+import type { LogQueue } from './log-protocol.js';
 
 /**
  * A bounded in-memory queue drained in batches by a background timer: the proxy's records reach the
@@ -29,7 +30,8 @@ export const DROP_REASONS: readonly DropReason[] = [
 export interface QueueMetrics {
   /** Called once, with a function read at scrape time. */
   watchDepth(depth: () => number): void;
-  dropped(count: number, reason: DropReason): void;
+  /** `queue`: the item's own queue label, for a batcher that stores several kinds (`queueOf`). */
+  dropped(count: number, reason: DropReason, queue?: LogQueue): void;
   storeFailed(): void;
 }
 
@@ -59,6 +61,11 @@ export interface BatcherOptions<T> {
   /** How long `close()` waits for a store that does not answer before giving up on the rest. */
   readonly closeTimeoutMs?: number | undefined;
   readonly metrics?: QueueMetrics | undefined;
+  /**
+   * The queue label of an item, when one batcher stores items of several (the request log's
+   * forwarded and refused records share a table): its losses are counted under each item's own.
+   */
+  readonly queueOf?: ((item: T) => LogQueue) | undefined;
 }
 
 export interface Batcher<T> {
@@ -85,7 +92,7 @@ const MAX_RETRY_DELAY_MS = 5_000;
 export const DROP_WARNING_INTERVAL_MS = 10_000;
 
 export function createBatcher<T>(options: BatcherOptions<T>): Batcher<T> {
-  const { name, handle, logger, metrics } = options;
+  const { name, handle, logger, metrics, queueOf } = options;
   const interval = options.flushIntervalMs ?? DEFAULT_FLUSH_INTERVAL_MS;
   const maxBatch = Math.max(1, options.maxBatch ?? DEFAULT_MAX_BATCH);
   const maxQueue = Math.max(1, options.maxQueue ?? DEFAULT_MAX_QUEUE);
@@ -127,11 +134,18 @@ export function createBatcher<T>(options: BatcherOptions<T>): Batcher<T> {
     for (const waiter of ready) waiter.resolve();
   }
 
-  /** `reported`: the caller logs this loss itself, so the next "dropped" warning leaves it out. */
-  function drop(count: number, reason: DropReason, reported = false): void {
+  /**
+   * Counts the loss of `items` (each under its own queue when `queueOf` is given). `reported`: the
+   * caller logs this loss itself, so the next "dropped" warning leaves it out.
+   */
+  function drop(items: readonly T[], reason: DropReason, reported = false): void {
+    const count = items.length;
     if (count === 0) return;
     if (!reported) droppedSinceWarning += count;
-    metrics?.dropped(count, reason);
+    if (metrics !== undefined) {
+      if (queueOf === undefined) metrics.dropped(count, reason);
+      else for (const [queue, n] of countBy(items, queueOf)) metrics.dropped(n, reason, queue);
+    }
     finish(count);
   }
 
@@ -179,14 +193,14 @@ export function createBatcher<T>(options: BatcherOptions<T>): Batcher<T> {
     return taken;
   }
 
-  /** Drops the oldest queued items while a bound is exceeded; returns how many. */
-  function trim(): number {
-    let dropped = 0;
+  /** Drops the oldest queued items while a bound is exceeded; returns them. */
+  function trim(): T[] {
+    const from = head;
     while (queued() > 0 && (queued() > maxQueue || queuedBytes > maxBytes)) {
       if (maxBytes !== Number.POSITIVE_INFINITY) queuedBytes -= sizeOf(queue[head] as T);
       head += 1;
-      dropped += 1;
     }
+    const dropped = queue.slice(from, head);
     if (queued() === 0) queuedBytes = 0;
     compact();
     return dropped;
@@ -233,7 +247,7 @@ export function createBatcher<T>(options: BatcherOptions<T>): Batcher<T> {
       batch = undefined;
       attempts = 0;
       failures = 0;
-      drop(current.length, 'store_failed', true);
+      drop(current, 'store_failed', true);
       schedule(interval, true);
       return;
     }
@@ -267,12 +281,12 @@ export function createBatcher<T>(options: BatcherOptions<T>): Batcher<T> {
     timer = undefined;
     if (!inTime) {
       // A batch still in the store's hands may yet land; the queue behind it will not.
-      const lost = queued();
+      const lost = queue.slice(head);
       queue = [];
       head = 0;
       queuedBytes = 0;
       drop(lost, 'closed', true);
-      logger.error({ queue: name, records: pending() + lost }, `${name}: not stored before shutdown`);
+      logger.error({ queue: name, records: pending() + lost.length }, `${name}: not stored before shutdown`);
     }
   }
 
@@ -282,7 +296,7 @@ export function createBatcher<T>(options: BatcherOptions<T>): Batcher<T> {
       if (closed) {
         if (droppedAfterClose === 0) logger.warn({ queue: name }, `${name}: closed; dropping later records`);
         droppedAfterClose += 1;
-        drop(1, 'closed', true);
+        drop([item], 'closed', true);
         return;
       }
       queue.push(item);
@@ -306,7 +320,7 @@ export function createBatcher<T>(options: BatcherOptions<T>): Batcher<T> {
 /** What a log writer lets its creator tune; the rest is fixed by the log it writes. */
 export type BatchingOptions = Omit<
   BatcherOptions<never>,
-  'name' | 'handle' | 'isTransient' | 'maxBytes' | 'sizeOf'
+  'name' | 'handle' | 'isTransient' | 'maxBytes' | 'sizeOf' | 'queueOf'
 >;
 
 /** A batcher writing to the store: an unreachable database is waited out, never a reason to drop. */
@@ -326,4 +340,13 @@ export function createStoreBatcher<T>(
 /** The database is unreachable: worth retrying for as long as it takes. */
 export function isStoreOutage(error: unknown): boolean {
   return error instanceof StoreUnavailableError;
+}
+
+function countBy<T>(items: readonly T[], key: (item: T) => LogQueue): Map<LogQueue, number> {
+  const counts = new Map<LogQueue, number>();
+  for (const item of items) {
+    const k = key(item);
+    counts.set(k, (counts.get(k) ?? 0) + 1);
+  }
+  return counts;
 }

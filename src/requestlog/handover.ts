@@ -20,12 +20,6 @@ import { UsageTally } from './usage-tally.js';
 export type RecordsMessage = Extract<ToLogThread, { t: 'records' }>;
 export type OnDropped = (queue: LogQueue, count: number, reason: DropReason) => void;
 
-/** The queue a request record goes to (log-budgets.ts says why they are apart). */
-export function requestQueue(record: RequestLogRecord): LogQueue {
-  if (record.tokenId === null) return 'request_log_unmatched';
-  return record.forwarded ? 'request_log' : 'request_log_refused';
-}
-
 /**
  * What the proxy's thread holds for the log worker, with no I/O of its own (log-worker.ts posts
  * and restarts): four queues, each bounded by its budget (log-budgets.ts), and the usage tally.

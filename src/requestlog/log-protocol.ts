@@ -137,3 +137,9 @@ export function encodePacked(values: readonly PackedValue[]): Uint8Array {
 export function decodePacked(bytes: Uint8Array): PackedValue[] {
   return deserialize(bytes) as PackedValue[];
 }
+
+/** The queue a request record goes to (log-budgets.ts says why they are apart). */
+export function requestQueue(record: RequestLogRecord): LogQueue {
+  if (record.tokenId === null) return 'request_log_unmatched';
+  return record.forwarded ? 'request_log' : 'request_log_refused';
+}

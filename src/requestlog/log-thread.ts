@@ -59,7 +59,7 @@ async function main(): Promise<void> {
 
   const metricsOf = (queue: LogQueue): QueueMetrics => ({
     watchDepth: () => undefined,
-    dropped: (count, reason) => post({ t: 'dropped', queue, count, reason }),
+    dropped: (count, reason, own) => post({ t: 'dropped', queue: own ?? queue, count, reason }),
     storeFailed: () => post({ t: 'store_failed', queue }),
   });
 

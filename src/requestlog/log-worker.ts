@@ -7,10 +7,11 @@ import type { AnomalyEntry } from '../store/records.js';
 import type { Batcher, DropReason, QueueMetrics } from './batcher.js';
 import { createRequestLinePrinter, type RequestLogWriter } from './batch-writer.js';
 import { DropWarner } from './drop-warner.js';
-import { Handover, requestQueue } from './handover.js';
+import { Handover } from './handover.js';
 import { LOG_BUDGETS, WORKER_HEAP_LIMITS, type LogBudgets } from './log-budgets.js';
 import {
   LOG_QUEUES,
+  requestQueue,
   type FromLogThread,
   type LogQueue,
   type LogThreadData,

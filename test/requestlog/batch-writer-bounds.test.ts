@@ -22,7 +22,7 @@ for (const fixture of databases) {
         metrics: metrics.queue('request_log'),
       });
       const records = Array.from({ length: 8 }, () =>
-        record({ accountId: token.accountId, tokenId: token.id }),
+        record({ accountId: token.accountId, tokenId: token.id, forwarded: true }),
       );
       for (const r of records) writer.write(r);
       expect(writer.size).toBe(5);
@@ -56,7 +56,12 @@ for (const fixture of databases) {
       });
       // 15 kB paths: three fit in 50 kB, far below any count bound.
       const records = Array.from({ length: 8 }, () =>
-        record({ accountId: token.accountId, tokenId: token.id, path: `/openai/${'a'.repeat(15_000)}` }),
+        record({
+          accountId: token.accountId,
+          tokenId: token.id,
+          forwarded: true,
+          path: `/openai/${'a'.repeat(15_000)}`,
+        }),
       );
       for (const r of records) writer.write(r);
       expect(writer.size).toBe(3);

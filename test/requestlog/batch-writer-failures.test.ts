@@ -128,6 +128,36 @@ for (const fixture of databases) {
       await writer.close();
     });
 
+    it('counts a given-up batch under each record’s own queue: forwarded and refused apart', async () => {
+      const token = await tokenOf();
+      const probe = instrumented(store);
+      const metrics = createMetrics({ providers: ['openai'], defaultMetrics: false });
+      probe.failWith(() => new Error('constraint failed'));
+      const writer = createRequestLogWriter({
+        store: probe.store,
+        logger: capture().logger,
+        flushIntervalMs: 5,
+        maxAttempts: 2,
+        metrics: metrics.queue('request_log'),
+      });
+      const of = (forwarded: boolean) => record({ accountId: token.accountId, tokenId: token.id, forwarded });
+      for (const forwarded of [true, false, false, true, false]) writer.write(of(forwarded));
+      writer.write(record({ accountId: null, tokenId: null, forwarded: false }));
+      await writer.flush();
+      const text = await metrics.registry.metrics();
+      const dropped = (queue: string) =>
+        new RegExp(
+          `^tokenproxy_log_dropped_total\\{queue="${queue}",reason="store_failed"\\} (\\d+)$`,
+          'm',
+        ).exec(text)?.[1];
+      expect([
+        dropped('request_log'),
+        dropped('request_log_refused'),
+        dropped('request_log_unmatched'),
+      ]).toEqual(['2', '3', '1']);
+      await writer.close();
+    });
+
     it('gives up on close after the timeout when the database does not come back', async () => {
       const token = await tokenOf();
       const probe = instrumented(store);

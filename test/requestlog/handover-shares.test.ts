@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { requestQueue, type RecordsMessage } from '../../src/requestlog/handover.js';
+import type { RecordsMessage } from '../../src/requestlog/handover.js';
 import type { DropReason } from '../../src/requestlog/batcher.js';
 import {
+  requestQueue,
   decodePacked,
   encodePacked,
   LOG_QUEUES,
