@@ -1,5 +1,5 @@
 import type { UnauthorizedAttempt } from '../anomalies/record.js';
-import { SUMMARY_DISTINCT_MAX, type SummaryPart } from './summary-part.js';
+import { addDistinct, type SummaryPart } from './summary-part.js';
 
 /** Origins and IPs named in a summary alert; the counts go on past them. */
 export const SUMMARY_LISTED = 10;
@@ -75,9 +75,7 @@ export class BreachSummary {
   }
 
   #remember<T>(set: Set<T>, value: T): void {
-    if (set.has(value)) return;
-    if (set.size >= SUMMARY_DISTINCT_MAX) this.#capped = true;
-    else set.add(value);
+    if (!addDistinct(set, value)) this.#capped = true;
   }
 }
 

@@ -46,10 +46,17 @@ export function mergeSummaryParts(into: SummaryPart | undefined, part: SummaryPa
 function unite<T>(held: readonly T[], added: readonly T[]): { values: T[]; capped: boolean } {
   const values = new Set(held);
   let capped = false;
-  for (const value of added) {
-    if (values.has(value)) continue;
-    if (values.size >= SUMMARY_DISTINCT_MAX) capped = true;
-    else values.add(value);
-  }
+  for (const value of added) if (!addDistinct(values, value)) capped = true;
   return { values: [...values], capped };
+}
+
+/**
+ * Adds `value` to a summary's distinct origins or IPs unless SUMMARY_DISTINCT_MAX are held already;
+ * false when it was left out (the count is then a lower bound).
+ */
+export function addDistinct<T>(values: Set<T>, value: T): boolean {
+  if (values.has(value)) return true;
+  if (values.size >= SUMMARY_DISTINCT_MAX) return false;
+  values.add(value);
+  return true;
 }
