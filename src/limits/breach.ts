@@ -62,7 +62,10 @@ export interface BreachHandler {
   close(): Promise<void>;
 }
 
-/** A token's summary part pooled by this process: whose it is, when to take the pool, what it added. */
+/**
+ * A token's summary part pooled by this process: whose it is, when to take the pool, and what it
+ * added, kept until the take: the one copy a take that fails sends instead of the pool.
+ */
 interface Pooled {
   readonly accountId: string;
   readonly takeAt: number;

@@ -32,8 +32,6 @@ export class FallbackCounters implements Counters {
   readonly #shared: Counters;
   readonly #local: MemoryCounters;
   readonly #health: SharedHealth;
-  /** Summary parts this process pooled in Redis and has not taken back yet. */
-  readonly #ownPooled = new Map<string, SummaryPart>();
 
   constructor(shared: Counters, local: MemoryCounters, health: SharedHealth) {
     this.#shared = shared;
@@ -102,39 +100,30 @@ export class FallbackCounters implements Counters {
     );
   }
 
-  /**
-   * During an outage a part is pooled in memory. A part pooled in Redis is remembered until taken:
-   * should the pool be out of reach then, this process sends what it put there itself.
-   */
+  /** During an outage a part is pooled in memory, and taken back with the shared pool. */
   poolSummary(key: string, part: SummaryPart, expiresAt: number, now: number): MaybePromise<void> {
     if (!this.#health.up) return this.#local.poolSummary(key, part, expiresAt, now);
-    const shared = this.#shared.poolSummary(key, part, expiresAt, now);
-    const remembered = Promise.resolve(shared).then(() => this.#remember(key, part));
-    return this.#either(remembered, () => this.#local.poolSummary(key, part, expiresAt, now));
+    return this.#either(this.#shared.poolSummary(key, part, expiresAt, now), () =>
+      this.#local.poolSummary(key, part, expiresAt, now),
+    );
   }
 
   /**
-   * The shared pool with what memory holds (parts pooled during an outage); when Redis is away or
-   * fails, memory's parts and this process's own parts in Redis, so a summary is never lost with
-   * the pool (another member may then send those parts too: counted twice, never lost).
+   * The shared pool with what memory holds (parts pooled during an outage). Unlike every other
+   * call, a take Redis cannot answer rejects, after memory's parts are drained: the other members'
+   * parts are out of reach, and the breach handler then sends the parts this process pooled itself,
+   * in Redis or in memory, which it keeps until the take (counted twice, never lost).
    */
   takeSummary(key: string, now: number): MaybePromise<SummaryPart | undefined> {
     const local = this.#local.takeSummary(key, now);
-    const own = this.#ownPooled.get(key);
-    this.#ownPooled.delete(key);
-    if (!this.#health.up) return mergeParts(own, local);
-    const shared = this.#either(this.#shared.takeSummary(key, now), () => own);
+    if (!this.#health.up) return Promise.reject(poolOutOfReach());
+    const shared = this.#either(this.#shared.takeSummary(key, now), () => {
+      throw poolOutOfReach();
+    });
     if (local === undefined) return shared;
-    return Promise.resolve(shared).then((part) => mergeParts(part, local));
-  }
-
-  #remember(key: string, part: SummaryPart): void {
-    // Bounded like the counters' own maps: one entry per token with a summary waiting to be taken.
-    if (!this.#ownPooled.has(key) && this.#ownPooled.size >= MAX_OWN_POOLED) {
-      const oldest = this.#ownPooled.keys().next();
-      if (oldest.done !== true) this.#ownPooled.delete(oldest.value);
-    }
-    this.#ownPooled.set(key, mergeSummaryParts(this.#ownPooled.get(key), part));
+    return Promise.resolve(shared).then((part) =>
+      part === undefined ? local : mergeSummaryParts(part, local),
+    );
   }
 
   close(): void {
@@ -152,18 +141,23 @@ export class FallbackCounters implements Counters {
    * The shared answer, or memory's when Redis fails or does not answer in time. The client's own
    * command timeout covers only a command not yet written: one written to a Redis that hangs (a
    * stopped host, a network that drops packets) waited as long as Redis did, and every counted
-   * request with it. A late answer is dropped; Redis may have counted it (docs/cluster.md).
+   * request with it. A late answer is dropped; Redis may have counted it (docs/cluster.md). A
+   * `local` that throws makes the call reject (a summary take, which memory cannot answer).
    */
   #either<T>(shared: MaybePromise<T>, local: () => T): MaybePromise<T> {
     if (!(shared instanceof Promise)) return shared;
-    return new Promise<T>((resolve) => {
+    return new Promise<T>((resolve, reject) => {
       let done = false;
       const fallBack = (err: unknown): void => {
         if (done) return;
         done = true;
         clearTimeout(timer);
         this.#health.suspect(err);
-        resolve(local());
+        try {
+          resolve(local());
+        } catch (refused) {
+          reject(refused instanceof Error ? refused : new Error(String(refused)));
+        }
       };
       const timer = setTimeout(
         () => fallBack(new Error(`Redis did not answer within ${this.#health.commandTimeoutMs} ms`)),
@@ -179,10 +173,6 @@ export class FallbackCounters implements Counters {
   }
 }
 
-/** At most this many tokens' own summary parts are remembered (as MemoryCounters' maps). */
-const MAX_OWN_POOLED = 10_000;
-
-function mergeParts(a: SummaryPart | undefined, b: SummaryPart | undefined): SummaryPart | undefined {
-  if (a === undefined) return b;
-  return b === undefined ? a : mergeSummaryParts(a, b);
+function poolOutOfReach(): Error {
+  return new Error('Redis is out of reach: the breach summary pool cannot be taken');
 }

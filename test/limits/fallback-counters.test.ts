@@ -3,10 +3,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectRedis, probeDelayMs } from '../../src/cluster/redis-connection.js';
 import { MemoryCounters } from '../../src/limits/counters.js';
 import { FallbackCounters } from '../../src/limits/fallback-counters.js';
+import { summaryGraceMs } from '../../src/limits/breach.js';
 import { RedisCounters } from '../../src/limits/redis-counters.js';
 import type { SummaryPart } from '../../src/limits/summary-part.js';
 import { REDIS_POLL, startRedis } from '../cluster/support.js';
 import { until } from '../support/poll.js';
+import { attempt, breachMember } from './breach-members.js';
+
+const T0 = Date.UTC(2026, 10, 29, 9, 0, 0);
 
 /** A redis-server of its own, and FallbackCounters over a connection to it, once it is up. */
 async function fallbackOnOwnRedis(logger: pino.Logger) {
@@ -107,14 +111,34 @@ describe('breach summary parts across a Redis outage', () => {
     expect(await other.takeSummary('breach-summary:t', 3_000)).toBeUndefined();
   }, 60_000);
 
-  it('a part pooled in Redis is sent by its own process when the pool is out of reach at the take', async () => {
-    await own.counters.poolSummary('breach-summary:u', part(5, '192.0.2.5'), 600_000, 4_000);
+  it('a take while Redis is away rejects, and takes memory’s parts with it', async () => {
+    await own.counters.poolSummary('breach-summary:u', part(5, '192.0.2.5'), 600_000, 4_000); // in Redis
     await own.redis.kill();
     await until('the connection to notice Redis is gone', () => !own.connection.up, REDIS_POLL);
-    expect(await own.counters.takeSummary('breach-summary:u', 5_000)).toMatchObject({
-      attempts: 5,
-      ips: ['192.0.2.5'],
+    expect(
+      own.counters.poolSummary('breach-summary:u', part(2, '192.0.2.6'), 600_000, 4_500),
+    ).toBeUndefined(); // memory
+    await expect(own.counters.takeSummary('breach-summary:u', 5_000)).rejects.toThrow(/out of reach/);
+    // Drained: the breach handler sends its own parts instead, so memory must not send them again.
+    expect(own.local.takeSummary('breach-summary:u', 5_000)).toBeUndefined();
+    await own.redis.start();
+    await until('the connection to the restarted Redis to be up', () => own.connection.up, {
+      timeoutMs: 30_000,
     });
+  }, 60_000);
+
+  it('the breach handler sends the part it pooled in Redis when the pool is out of reach at the take', async () => {
+    const clock = { at: T0 };
+    const member = breachMember(clock, own.counters, summaryGraceMs(true));
+    for (let i = 1; i <= 6; i++)
+      member.breach.onUnauthorized(attempt(`192.0.2.${i}`, 'https://evil.example', T0 + i));
+    await until('three alerts', () => member.events.length >= 3);
+    await member.breach.flush(T0 + 61_000); // pooled in Redis
+    await own.redis.kill();
+    await until('the connection to notice Redis is gone', () => !own.connection.up, REDIS_POLL);
+    await member.breach.flush(T0 + 61_000 + summaryGraceMs(true));
+    await until('the summary', () => member.events.length >= 4);
+    expect(member.events[3]?.data).toMatchObject({ summary: true, attempts: 3, ip_count: 3 });
     await own.redis.start();
     await until('the connection to the restarted Redis to be up', () => own.connection.up, {
       timeoutMs: 30_000,
