@@ -22,12 +22,7 @@ interface AjvError {
  */
 export function toTokenProxyError(err: unknown): TokenProxyError {
   if (err instanceof TokenProxyError) return err;
-  if (err instanceof StoreUnavailableError) {
-    return new TokenProxyError(
-      'store_unavailable',
-      'The database is unavailable right now. Try again shortly.',
-    );
-  }
+  if (err instanceof StoreUnavailableError) return storeUnavailable(err);
   if (isVaultError(err) && err.code === 'kek_unavailable') {
     return new TokenProxyError(
       'kek_unavailable',
@@ -92,6 +87,33 @@ export function toTokenProxyError(err: unknown): TokenProxyError {
     'internal_error',
     'Internal error. The request id identifies it in the server log.',
   );
+}
+
+/**
+ * One code for every store that cannot serve (clients retry it alike); the message says whether it
+ * is away or refuses writes, since only the operator can end the latter (free disk space, make the
+ * database writable) and a retry soon after will not help until then.
+ */
+function storeUnavailable(err: StoreUnavailableError): TokenProxyError {
+  switch (err.reason) {
+    case 'full':
+      return new TokenProxyError(
+        'store_unavailable',
+        "The database's disk is full, so nothing can be stored and nothing was changed. Reading still works. " +
+          'Try again later; the operator must free disk space (/readyz reports it).',
+      );
+    case 'read_only':
+      return new TokenProxyError(
+        'store_unavailable',
+        'The database is read-only right now, so nothing can be stored and nothing was changed. Reading still works. ' +
+          'Try again later; the operator must make it writable again (/readyz reports it).',
+      );
+    case 'unreachable':
+      return new TokenProxyError(
+        'store_unavailable',
+        'The database is unavailable right now. Try again shortly.',
+      );
+  }
 }
 
 /** `/allowed_hosts/0` → `allowed_hosts[0]`, `/rate_limit/window` → `rate_limit.window`. */

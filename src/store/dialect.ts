@@ -1,4 +1,5 @@
 import type { Kysely, SelectQueryBuilder } from 'kysely';
+import type { WriteRefusal } from './guard.js';
 import type { Database } from './schema.js';
 
 export type DialectName = 'sqlite' | 'postgres';
@@ -22,6 +23,11 @@ export interface DialectSupport {
   ): SelectQueryBuilder<DB, TB, O>;
   /** True when the error means the database could not be reached, as opposed to a failed statement. */
   isConnectionFailure(error: unknown): boolean;
+  /**
+   * Whether this connection's writes were lately refused (disk full, read-only) with none stored
+   * since: reads still work, so a ping alone would call the store ready.
+   */
+  writeRefusal?(): WriteRefusal | undefined;
   /**
    * Runs after a transaction that destroyed or replaced secrets in `tables`, to push their old bytes
    * out of the live files (SQLite: its WAL; PostgreSQL: the tables' dead row versions).

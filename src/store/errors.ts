@@ -4,12 +4,22 @@
  * class, never on the message.
  */
 
-/** The database cannot be reached or answered with a connection-level failure. */
+/**
+ * Why the store cannot serve: it cannot be reached (`unreachable`), or it answers but refuses to
+ * store anything because its disk is full (`full`: SQLITE_FULL, PostgreSQL 53100) or it is
+ * read-only (`read_only`: SQLITE_READONLY, PostgreSQL 25006). The last two pass once the operator
+ * frees space or makes it writable again; nothing needs restarting.
+ */
+export type StoreUnavailableReason = 'unreachable' | 'full' | 'read_only';
+
+/** The database cannot be reached, or refuses every write for a while (its disk is full, read-only). */
 export class StoreUnavailableError extends Error {
   readonly code = 'store_unavailable';
-  constructor(message: string, options?: { cause?: unknown }) {
+  readonly reason: StoreUnavailableReason;
+  constructor(message: string, options?: { cause?: unknown; reason?: StoreUnavailableReason }) {
     super(message, options);
     this.name = 'StoreUnavailableError';
+    this.reason = options?.reason ?? 'unreachable';
   }
 }
 

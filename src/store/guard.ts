@@ -7,28 +7,82 @@ import type {
   QueryResult,
   TransactionSettings,
 } from 'kysely';
-import { StoreUnavailableError } from './errors.js';
+import { StoreUnavailableError, type StoreUnavailableReason } from './errors.js';
 
 /**
  * Connection-level failures become StoreUnavailableError here, at the driver, so every query of
  * every repository (and the migrator) reports them the same way without a try/catch per method.
+ * So do refusals of a database that answers but stores nothing for a while (disk full, read-only):
+ * callers treat both alike (503 `store_unavailable`, log records kept and retried), and the
+ * message says which it is.
  */
+
+export type WriteRefusal = Exclude<StoreUnavailableReason, 'unreachable'>;
 
 export interface GuardOptions {
   readonly isConnectionFailure: (error: unknown) => boolean;
+  /** The refusal an error of the driver stands for (`full`, `read_only`), or undefined. */
+  readonly writeRefusal?: ((error: unknown) => WriteRefusal | undefined) | undefined;
+  /** Told of each refusal and of each write that got through, for /readyz. */
+  readonly health?: WriteHealth | undefined;
   /** Database description for messages, e.g. `PostgreSQL at postgres://host:5432/db`. */
   readonly describe: string;
   /** Strings that must never appear in a message (a password from the URL). */
   readonly secrets: readonly string[];
 }
 
+/** How long a refusal is reported without a write since: long enough for a probe to see it. */
+export const WRITE_REFUSAL_MEMORY_MS = 60_000;
+
+/**
+ * Whether the store lately refused a write (disk full, read-only): set by a refusal, cleared by the
+ * next write that commits, forgotten after WRITE_REFUSAL_MEMORY_MS without a refusal (a store nobody
+ * writes to cannot tell, and an old refusal must not keep /readyz degraded for ever).
+ */
+export class WriteHealth {
+  #last: { readonly reason: WriteRefusal; readonly at: number } | undefined;
+  constructor(private readonly now: () => number = Date.now) {}
+
+  refused(reason: WriteRefusal): void {
+    this.#last = { reason, at: this.now() };
+  }
+
+  wrote(): void {
+    this.#last = undefined;
+  }
+
+  /** The refusal of the last WRITE_REFUSAL_MEMORY_MS with no write since, else undefined. */
+  current(): WriteRefusal | undefined {
+    const last = this.#last;
+    if (last === undefined) return undefined;
+    if (this.now() - last.at > WRITE_REFUSAL_MEMORY_MS) {
+      this.#last = undefined;
+      return undefined;
+    }
+    return last.reason;
+  }
+}
+
+const WRITE_KINDS = new Set(['InsertQueryNode', 'UpdateQueryNode', 'DeleteQueryNode']);
+
 class Guard {
+  /** Connections inside a transaction, and whether it wrote: its writes count once it commits. */
+  readonly transactions = new WeakMap<DatabaseConnection, { wrote: boolean }>();
   constructor(private readonly options: GuardOptions) {}
 
   map(error: unknown, always = false): unknown {
     if (error instanceof StoreUnavailableError) return error;
+    const refusal = this.options.writeRefusal?.(error);
+    if (refusal !== undefined) {
+      this.options.health?.refused(refusal);
+      return refused(this.options, error, refusal);
+    }
     if (!always && !this.options.isConnectionFailure(error)) return error;
     return unavailable(this.options, error);
+  }
+
+  wrote(): void {
+    this.options.health?.wrote();
   }
 
   async run<T>(operation: () => Promise<T>, always = false): Promise<T> {
@@ -61,14 +115,38 @@ export function unavailable(
   );
 }
 
+const REFUSAL_WORDS: Record<WriteRefusal, string> = {
+  full: 'its disk is full, so nothing can be stored until space is freed',
+  read_only: 'it is read-only, so nothing can be stored until it is writable again',
+};
+
+/** A database that answers but stores nothing: which, what to do, and the driver's words. */
+function refused(options: GuardOptions, error: unknown, reason: WriteRefusal): StoreUnavailableError {
+  let text = error instanceof Error ? error.message : String(error);
+  for (const secret of options.secrets) {
+    if (secret !== '') text = text.split(secret).join('***');
+  }
+  return new StoreUnavailableError(`${options.describe} refuses writes: ${REFUSAL_WORDS[reason]} (${text})`, {
+    cause: error,
+    reason,
+  });
+}
+
 class GuardedConnection implements DatabaseConnection {
   constructor(
     readonly inner: DatabaseConnection,
     private readonly guard: Guard,
   ) {}
 
-  executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
-    return this.guard.run(() => this.inner.executeQuery<R>(query));
+  async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    const result = await this.guard.run(() => this.inner.executeQuery<R>(query));
+    // Outside a transaction a write that returns is stored; inside one, only its commit says so.
+    if (WRITE_KINDS.has(query.query.kind)) {
+      const transaction = this.guard.transactions.get(this);
+      if (transaction === undefined) this.guard.wrote();
+      else transaction.wrote = true;
+    }
+    return result;
   }
 
   async *streamQuery<R>(query: CompiledQuery, chunkSize?: number): AsyncIterableIterator<QueryResult<R>> {
@@ -102,16 +180,21 @@ class GuardedDriver implements Driver {
     return new GuardedConnection(connection, this.guard);
   }
 
-  beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
-    return this.guard.run(() => this.inner.beginTransaction(unwrap(connection), settings));
+  async beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
+    await this.guard.run(() => this.inner.beginTransaction(unwrap(connection), settings));
+    this.guard.transactions.set(connection, { wrote: false });
   }
 
-  commitTransaction(connection: DatabaseConnection): Promise<void> {
-    return this.guard.run(() => this.inner.commitTransaction(unwrap(connection)));
+  async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    await this.guard.run(() => this.inner.commitTransaction(unwrap(connection)));
+    const wrote = this.guard.transactions.get(connection)?.wrote === true;
+    this.guard.transactions.delete(connection);
+    if (wrote) this.guard.wrote();
   }
 
-  rollbackTransaction(connection: DatabaseConnection): Promise<void> {
-    return this.guard.run(() => this.inner.rollbackTransaction(unwrap(connection)));
+  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    this.guard.transactions.delete(connection);
+    await this.guard.run(() => this.inner.rollbackTransaction(unwrap(connection)));
   }
 
   savepoint(connection: DatabaseConnection, name: string, compile: CompileQuery): Promise<void> {

@@ -1,3 +1,4 @@
+import type { WriteRefusal } from './guard.js';
 import { sql, type Kysely } from 'kysely';
 import type { DialectName, DialectSupport } from './dialect.js';
 import { errorName } from '../errors/summary.js';
@@ -125,6 +126,10 @@ export class KyselyStore implements Store {
       }
     }
     return result;
+  }
+
+  writeRefusal(): WriteRefusal | undefined {
+    return this.support.writeRefusal?.();
   }
 
   async ping(): Promise<void> {

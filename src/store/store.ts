@@ -1,3 +1,4 @@
+import type { WriteRefusal } from './guard.js';
 import type { AccountRepo } from './account-records.js';
 import type { ApiKeyRepo, AuditRepo } from './access-records.js';
 import type { DeliveryRepo, EventRepo, WebhookRepo } from './event-records.js';
@@ -53,6 +54,11 @@ export interface Store {
   transaction<T>(work: (tx: Store) => Promise<T>): Promise<T>;
   /** Resolves when the database answers a trivial query; rejects with StoreUnavailableError. */
   ping(): Promise<void>;
+  /**
+   * `full` or `read_only` while the database refuses this process's writes (reads still work), as
+   * seen by the last write within a minute; undefined when writes get through.
+   */
+  writeRefusal?(): WriteRefusal | undefined;
   close(): Promise<void>;
 }
 

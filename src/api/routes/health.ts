@@ -23,7 +23,13 @@ export function healthRoutes(app: ApiServer, deps: ApiDeps): void {
       }
       if (!(await deps.vault.healthy())) return reply.code(503).send({ status: 'kek_unavailable' });
       // Still ready (DESIGN §9): with Redis away, limits are counted per process and nothing fails.
-      const degraded = deps.degraded?.() ?? [];
+      // A store that refuses writes (disk full, read-only) still authorizes and forwards every proxy
+      // request; changes fail and log records wait in memory, so it is named, not taken out of service.
+      const refusal = deps.store.writeRefusal?.();
+      const degraded = [
+        ...(refusal === undefined ? [] : [refusal === 'full' ? 'store_full' : 'store_read_only']),
+        ...(deps.degraded?.() ?? []),
+      ];
       return degraded.length === 0 ? { status: 'ready' } : { status: 'degraded', degraded: [...degraded] };
     },
   );

@@ -1,7 +1,7 @@
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { DialectDatabase, DialectSupport, SecretTable } from '../dialect.js';
-import { guardDialect } from '../guard.js';
+import { WriteHealth, guardDialect, type WriteRefusal } from '../guard.js';
 import type { Database } from '../schema.js';
 import { redactDatabaseUrl, urlSecrets } from '../database-url.js';
 
@@ -57,6 +57,15 @@ function isConnectionFailure(error: unknown): boolean {
   return MESSAGES.some((message) => error.message.includes(message));
 }
 
+/** 53100 disk_full; 25006 read_only_sql_transaction (a read-only database, a standby). */
+function writeRefusal(error: unknown): WriteRefusal | undefined {
+  if (!(error instanceof Error)) return undefined;
+  const code: unknown = (error as Error & { code?: unknown }).code;
+  if (code === '53100') return 'full';
+  if (code === '25006') return 'read_only';
+  return undefined;
+}
+
 function parseInt8(value: string): number {
   const parsed = Number(value);
   if (!Number.isSafeInteger(parsed))
@@ -79,17 +88,21 @@ export function createDatabase(options: PostgresOptions): DialectDatabase {
   // An idle client whose server went away emits 'error' on the pool; unhandled, that would crash the
   // process. The next query that needs a connection reports the failure as StoreUnavailableError.
   pool.on('error', () => undefined);
+  const health = new WriteHealth();
   const dialect: DialectSupport = {
     name: 'postgres',
     target,
     forUpdate: (query) => query.forUpdate(),
     forUpdateSkipLocked: (query) => query.forUpdate().skipLocked(),
     isConnectionFailure,
+    writeRefusal: () => health.current(),
     purgeDestroyedSecrets: (db, tables) => vacuumFull(db, tables),
   };
   const db = new Kysely<Database>({
     dialect: guardDialect(new PostgresDialect({ pool }), {
       isConnectionFailure,
+      writeRefusal,
+      health,
       describe: `PostgreSQL at ${target}`,
       secrets: urlSecrets(options.url),
     }),

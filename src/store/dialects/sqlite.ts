@@ -14,7 +14,7 @@ import {
   type SqliteDialectConfig,
 } from 'kysely';
 import type { DialectDatabase, DialectSupport } from '../dialect.js';
-import { guardDialect } from '../guard.js';
+import { WriteHealth, guardDialect, type WriteRefusal } from '../guard.js';
 import type { Database } from '../schema.js';
 import { withStatementCache } from './sqlite-statements.js';
 
@@ -34,8 +34,25 @@ export interface SqliteOptions {
  * serialises writers, which is what makes the plan-cap check safe without row locks.
  */
 class ImmediateSqliteDriver extends SqliteDriver {
+  constructor(
+    config: SqliteDialectConfig,
+    private readonly rawDb: () => SqliteDatabase.Database | undefined,
+  ) {
+    super(config);
+  }
+
   override async beginTransaction(connection: DatabaseConnection): Promise<void> {
     await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  }
+
+  /**
+   * On some errors SQLite rolls the transaction back itself (SQLITE_FULL: the disk is full; an I/O
+   * error); a ROLLBACK after that fails with "cannot rollback - no transaction is active", which
+   * Kysely would throw instead of the error that said what happened.
+   */
+  override async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    if (this.rawDb()?.inTransaction === false) return;
+    await super.rollbackTransaction(connection);
   }
 }
 
@@ -47,12 +64,15 @@ class TransactionalDdlAdapter extends SqliteAdapter {
 }
 
 class TokenproxySqliteDialect extends SqliteDialect {
-  constructor(private readonly sqliteConfig: SqliteDialectConfig) {
+  constructor(
+    private readonly sqliteConfig: SqliteDialectConfig,
+    private readonly rawDb: () => SqliteDatabase.Database | undefined,
+  ) {
     super(sqliteConfig);
   }
 
   override createDriver(): Driver {
-    return new ImmediateSqliteDriver(this.sqliteConfig);
+    return new ImmediateSqliteDriver(this.sqliteConfig, this.rawDb);
   }
 
   override createAdapter(): DialectAdapter {
@@ -116,6 +136,15 @@ function isConnectionFailure(error: unknown): boolean {
   return error.message.includes('database connection is not open');
 }
 
+/** SQLITE_FULL is also what SQLite answers when a write meets ENOSPC (or `max_page_count`). */
+function writeRefusal(error: unknown): WriteRefusal | undefined {
+  if (!(error instanceof Error)) return undefined;
+  const code: unknown = (error as Error & { code?: unknown }).code;
+  if (code === 'SQLITE_FULL') return 'full';
+  if (typeof code === 'string' && code.startsWith('SQLITE_READONLY')) return 'read_only';
+  return undefined;
+}
+
 export function sqliteFilePath(dataDir: string): string {
   return path.join(dataDir, SQLITE_FILE_NAME);
 }
@@ -123,12 +152,14 @@ export function sqliteFilePath(dataDir: string): string {
 export function createDatabase(options: SqliteOptions): DialectDatabase {
   const file = sqliteFilePath(options.dataDir);
   let raw: SqliteDatabase.Database | undefined;
+  const health = new WriteHealth();
   const dialect: DialectSupport = {
     name: 'sqlite',
     target: file,
     forUpdate: (query) => query,
     forUpdateSkipLocked: (query) => query,
     isConnectionFailure,
+    writeRefusal: () => health.current(),
     async purgeDestroyedSecrets(db: Kysely<Database>): Promise<void> {
       // secure_delete already zeroed the old bytes in the pages, whichever tables they were in.
       // The WAL still holds the page images written before the deletion; fold it into the main file.
@@ -143,14 +174,23 @@ export function createDatabase(options: SqliteOptions): DialectDatabase {
       });
     },
   };
-  const inner = new TokenproxySqliteDialect({
-    database: async () => {
-      raw = await openFile(options.dataDir, file, options.logWriter === true);
-      return withStatementCache(raw);
+  const inner = new TokenproxySqliteDialect(
+    {
+      database: async () => {
+        raw = await openFile(options.dataDir, file, options.logWriter === true);
+        return withStatementCache(raw);
+      },
     },
-  });
+    () => raw,
+  );
   const db = new Kysely<Database>({
-    dialect: guardDialect(inner, { isConnectionFailure, describe: `SQLite database ${file}`, secrets: [] }),
+    dialect: guardDialect(inner, {
+      isConnectionFailure,
+      writeRefusal,
+      health,
+      describe: `SQLite database ${file}`,
+      secrets: [],
+    }),
   });
   return { db, dialect };
 }
