@@ -4,6 +4,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '../config/config-error.js';
 import { describeFsError } from './data-dir.js';
+import { StoreUnavailableError } from '../store/errors.js';
 
 /**
  * One `serve` per SQLite data dir without `redis` (DESIGN §9): two servers on one store would each
@@ -59,6 +60,7 @@ export async function acquireInstanceLock(dataDir: string, now: Date = new Date(
     } catch (error) {
       if (error instanceof ConfigError) throw error;
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') {
+        if (isDiskFull(error)) throw diskFull(dataDir, path, error);
         throw new ConfigError(
           `setting data_dir: cannot create the lock file ${path} (${describeFsError(error)}); ` +
             'choose a directory this user can write with --data-dir',
@@ -104,6 +106,7 @@ export async function joinAsMember(dataDir: string, now: Date = new Date()): Pro
     await mkdir(dir, { recursive: true, mode: 0o700 });
     await writeAll(path, `${JSON.stringify(mine)}\n`);
   } catch (error) {
+    if (isDiskFull(error)) throw diskFull(dataDir, path, error);
     throw new ConfigError(
       `setting data_dir: cannot write ${path} (${describeFsError(error)}); ` +
         'choose a directory this user can write with --data-dir',
@@ -188,4 +191,21 @@ async function releaseIfMine(path: string, mine: LockContent): Promise<void> {
   const holder = await readHolder(path);
   if (holder?.pid !== mine.pid || holder.started_at !== mine.started_at) return;
   await unlink(path).catch(() => undefined);
+}
+
+function isDiskFull(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  return code === 'ENOSPC' || code === 'EDQUOT';
+}
+
+/**
+ * A full file system is not a bad setting (exit 1, not 2): the data dir is right, it only needs
+ * room. Moving to another directory would start an empty store beside the real one.
+ */
+function diskFull(dataDir: string, path: string, error: unknown): StoreUnavailableError {
+  return new StoreUnavailableError(
+    `cannot write ${path}: ${describeFsError(error)} (the file system holding ${dataDir} is full). ` +
+      `Free space on it (df -h ${dataDir}), then start again.`,
+    { cause: error, reason: 'full' },
+  );
 }

@@ -29,6 +29,8 @@ export interface GuardOptions {
   readonly describe: string;
   /** Strings that must never appear in a message (a password from the URL). */
   readonly secrets: readonly string[];
+  /** A sentence added to an unreachable store's message when the dialect can tell more (a full disk). */
+  readonly explain?: ((error: unknown) => string | undefined) | undefined;
 }
 
 /** How long a refusal is reported without a write since: long enough for a probe to see it. */
@@ -99,7 +101,7 @@ class Guard {
  * the URL's secrets (also used where a connection of its own fails first: the serve lock).
  */
 export function unavailable(
-  options: Pick<GuardOptions, 'describe' | 'secrets'>,
+  options: Pick<GuardOptions, 'describe' | 'secrets' | 'explain'>,
   error: unknown,
 ): StoreUnavailableError {
   let text = error instanceof Error ? error.message : String(error);
@@ -109,9 +111,10 @@ export function unavailable(
   for (const secret of options.secrets) {
     if (secret !== '') text = text.split(secret).join('***');
   }
+  const more = options.explain?.(error);
   return new StoreUnavailableError(
-    `${options.describe} is unavailable: ${text === '' ? 'connection failed' : text}`,
-    { cause: error },
+    `${options.describe} is unavailable: ${text === '' ? 'connection failed' : text}${more === undefined ? '' : `; ${more}`}`,
+    { cause: error, ...(more === undefined ? {} : { reason: 'full' as const }) },
   );
 }
 

@@ -1,3 +1,4 @@
+import { statfsSync } from 'node:fs';
 import { mkdir, open, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
@@ -145,6 +146,28 @@ function writeRefusal(error: unknown): WriteRefusal | undefined {
   return undefined;
 }
 
+/** Below this, an I/O error is most likely the disk being full (SQLite says only "disk I/O error"). */
+const LOW_SPACE_BYTES = 1024 * 1024;
+
+/**
+ * SQLite reports ENOSPC as SQLITE_FULL where it writes pages, but as a plain I/O error where it
+ * grows its shared-memory file (at open) or syncs: look at the file system before calling it that.
+ */
+function fullDiskHint(dataDir: string): (error: unknown) => string | undefined {
+  return (error) => {
+    const code: unknown = (error as { code?: unknown } | undefined)?.code;
+    if (typeof code !== 'string' || !code.startsWith('SQLITE_IOERR')) return undefined;
+    try {
+      const fs = statfsSync(dataDir);
+      const free = fs.bavail * fs.bsize;
+      if (free >= LOW_SPACE_BYTES) return undefined;
+      return `the file system holding ${dataDir} has ${free} bytes free: free space on it (df -h ${dataDir})`;
+    } catch {
+      return undefined;
+    }
+  };
+}
+
 export function sqliteFilePath(dataDir: string): string {
   return path.join(dataDir, SQLITE_FILE_NAME);
 }
@@ -190,6 +213,7 @@ export function createDatabase(options: SqliteOptions): DialectDatabase {
       health,
       describe: `SQLite database ${file}`,
       secrets: [],
+      explain: fullDiskHint(options.dataDir),
     }),
   });
   return { db, dialect };
