@@ -3,8 +3,10 @@ import os
 import ssl
 import uuid
 import urllib.parse
+import weakref
 # Its own reference, so a test can stub the retry waits without touching time.sleep.
 from time import sleep
+from types import TracebackType
 from typing import Any, Dict, Mapping, Optional, Type, TypeVar
 
 from ._errors import APICertificateError, APIConnectionError
@@ -24,7 +26,8 @@ from ._resources import (
 )
 from ._retry import _backoff, _retry_delay
 from ._routes import ID_FIELDS, ROUTES
-from ._transport import Transport, _urllib_transport
+from ._pool import Pool
+from ._transport import Transport, _http_transport
 from ._wire import (
     _expand_path,
     _normalise_base_url,
@@ -45,7 +48,11 @@ DEFAULT_MAX_RETRIES = 2
 
 class TokenProxy:
     """Client of the tokenproxy management API. Each resource method calls exactly one endpoint
-    (see ``ROUTES``). It logs nothing, and the API key is kept out of its repr and errors."""
+    (see ``ROUTES``). It logs nothing, and the API key is kept out of its repr and errors.
+
+    Calls reuse kept-alive connections (HTTP/1.1), so only the first pays the TLS handshake; one
+    client may be used from several threads at once, each call on a connection of its own from a
+    small shared pool. ``close()``, or leaving a ``with`` block, closes the kept connections."""
 
     def __init__(
         self,
@@ -78,7 +85,11 @@ class TokenProxy:
         if ca_file is not None:
             # Added to the default trust store, not instead of it; hostname checks stay on.
             context.load_verify_locations(cafile=ca_file)
-        self._transport: Transport = _urllib_transport(context)
+        self._pool = Pool()
+        self._transport: Transport = _http_transport(context, self._pool)
+        # A client dropped without close() still closes its kept connections once it is collected
+        # (the resources point back at the client, so that is at the next garbage collection).
+        self._close_pool = weakref.finalize(self, self._pool.close)
 
         self.tokens = Tokens(self)
         self.keys = Keys(self)
@@ -94,6 +105,22 @@ class TokenProxy:
 
     def __repr__(self) -> str:
         return f"TokenProxy(base_url={self.base_url!r})"
+
+    def close(self) -> None:
+        """Closes the connections kept open for reuse. The client still works afterwards, opening
+        a connection per call and closing it after the answer."""
+        self._close_pool()
+
+    def __enter__(self) -> "TokenProxy":
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        self.close()
 
     # -- internals -------------------------------------------------------------------------------
 
