@@ -284,8 +284,9 @@ class StubAPI(http.server.BaseHTTPRequestHandler):
 
 
 class RealTransportTest(unittest.TestCase):
-    """urllib closes every response and connection: answers, error answers, retries, drops and
-    timeouts leave no socket to the garbage collector."""
+    """The transport closes every response and every connection it does not keep: answers, error
+    answers, retries, drops and timeouts leave no socket to the garbage collector. (This stub answers
+    in HTTP/1.0 and closes, so nothing is kept; test_connections.py covers kept connections.)"""
 
     def setUp(self) -> None:
         fail_on_unclosed(self)
