@@ -22,7 +22,8 @@ from ._errors import APIConnectionError
 #: ones are closed when their call ends instead of waiting in the pool.
 MAX_IDLE = 10
 #: Stop using a connection this long before the server said it would close it (`Keep-Alive:
-#: timeout=N`), so a call is not sent just as the server closes it. Node's agent keeps the same margin.
+#: timeout=N`), so a call is not sent just as the server closes it. Node's agent subtracts the same
+#: second from the hint.
 _KEEP_ALIVE_MARGIN = 1.0
 
 
