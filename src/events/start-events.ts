@@ -165,6 +165,10 @@ export function startEvents(options: StartEventsOptions): RunningEvents {
     emailEnabled: mailer !== undefined,
     close(graceMs) {
       closing ??= (async () => {
+        // Events still waiting for a store that refused them get their last try while it is open.
+        const lost = await publisher.close();
+        if (lost > 0)
+          logger.error({ events: lost }, 'events not recorded at shutdown: the store refused writes');
         await sweeper.close();
         await jobs.close();
         await worker.close(graceMs);
