@@ -11,7 +11,12 @@ import type { Database } from './schema.js';
  * tokenproxy upgraded as StoreTooNewError, any other failure as StoreMigrationError.
  */
 export async function migrateToLatest(db: Kysely<Database>, dialect: DialectName): Promise<string[]> {
-  const migrator = new Migrator({ db, provider: migrationProvider(dialect) });
+  // Unordered: the branches that brought 0010–0014 were merged out of name order, so a store made
+  // between those merges has a later migration without an earlier one (0014 without 0011–0013, or
+  // 0012–0014 without 0011). Each pending one is applied in name order, whatever was applied after
+  // it; none of them depends on another of that set (docs/decisions.md). A recorded name this
+  // version does not know still fails, below, as a store a newer tokenproxy upgraded.
+  const migrator = new Migrator({ db, provider: migrationProvider(dialect), allowUnorderedMigrations: true });
   const { error, results } = await migrator.migrateToLatest();
   if (error === undefined) {
     return (results ?? [])

@@ -1,6 +1,7 @@
-import { sql } from 'kysely';
+import { Migrator, sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { StoreTooNewError } from '../../src/store/errors.js';
+import { migrationProvider } from '../../src/store/migrations/index.js';
 import { openStoreWithoutMigrating } from '../../src/store/open.js';
 import { databases } from '../support/databases.js';
 import { storeDb } from '../support/store-internals.js';
@@ -34,6 +35,32 @@ for (const fixture of databases) {
         expect(await second.migrateToLatest()).toEqual([]);
         await second.ping();
         await second.close();
+      } finally {
+        await fresh.cleanup();
+      }
+    });
+
+    it('applies a migration missing from the middle: branches merged out of name order', async () => {
+      const fresh = await fixture.create({ migrate: false });
+      try {
+        const store = await openStoreWithoutMigrating({ database: fresh.database, dataDir: fresh.dataDir });
+        try {
+          // What a build of main between the merges of 0012–0014 and of 0011 applied (515a50d): the
+          // test/fixtures/upgrade stores made by it show the whole server on such a store.
+          const all = await migrationProvider(store.dialect).getMigrations();
+          const asAt515a50d = Object.fromEntries(
+            Object.entries(all).filter(([name]) => name < '0015' && name !== '0011_kek_mac_keys'),
+          );
+          const old = new Migrator({
+            db: storeDb(store),
+            provider: { getMigrations: () => Promise.resolve(asAt515a50d) },
+          });
+          expect((await old.migrateToLatest()).error).toBeUndefined();
+          expect(await store.migrateToLatest()).toEqual(['0011_kek_mac_keys', '0015_session_api_key']);
+          expect(await store.migrateToLatest()).toEqual([]);
+        } finally {
+          await store.close();
+        }
       } finally {
         await fresh.cleanup();
       }
