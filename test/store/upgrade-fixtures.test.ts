@@ -1,12 +1,9 @@
-import { createHmac, randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { chmod, copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createHmac } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
-import Database from 'better-sqlite3';
-import pg from 'pg';
 import { Agent, buildConnector, request, type Dispatcher } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MIGRATION_NAMES } from '../../src/store/migrations/index.js';
@@ -18,6 +15,15 @@ import { startMockProvider, type MockProvider } from '../support/mock-provider.j
 import { until } from '../support/poll.js';
 import { UPGRADE_KEYS } from '../support/upgrade-keys.js';
 import { SPEC_LOG_FIELDS } from './helpers.js';
+import {
+  adjust,
+  FIXTURES,
+  fixtureDirs,
+  pgAdmin,
+  restore,
+  TEST_DATABASE_URL,
+  type Manifest,
+} from './upgrade-fixture-store.js';
 
 /**
  * Stores written by OLD builds of tokenproxy (test/fixtures/upgrade/README.md: which commits, how
@@ -26,113 +32,11 @@ import { SPEC_LOG_FIELDS } from './helpers.js';
  * old request log, events and webhook secret, `kek rotate` and the dashboard sign-in all work.
  */
 
-const FIXTURES = fileURLToPath(new URL('../fixtures/upgrade/', import.meta.url));
-const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? '';
-
-type KeyName = keyof typeof UPGRADE_KEYS;
-interface Manifest {
-  commit: string;
-  dialect: 'sqlite' | 'postgres';
-  api_key: string;
-  account_id: string;
-  migrations: string[];
-  keys: Record<string, { key_id: string; real_key: KeyName; idempotency_key?: string }>;
-  tokens: Record<
-    'bound' | 'own' | 'revoked' | 'expired',
-    { token_id: string; sanitized_key: string; key_id: string; expect: 'active' | 'revoked' | 'expired' }
-  >;
-  requests: { label: string; status: number; code: string | null; request_id: string | null }[];
-  features: Record<'webhooks' | 'idempotency' | 'proxy' | 'logs' | 'events' | 'session', boolean>;
-  webhook?: { webhook_id: string; secret: string };
-  session_cookie?: string;
-  before: {
-    tokens: { data: Record<string, unknown>[] };
-    keys: { data: Record<string, unknown>[] };
-    logs: { data: Record<string, unknown>[] } | null;
-    anomalies: { data: Record<string, unknown>[] } | null;
-    events: { data: Record<string, unknown>[] } | null;
-  };
-}
-
-const fixtureDirs = readdirSync(FIXTURES, { withFileTypes: true })
-  .filter((entry) => entry.isDirectory() && existsSync(path.join(FIXTURES, entry.name, 'manifest.json')))
-  .map((entry) => entry.name)
-  .sort();
-
 type Json = Record<string, unknown>;
 interface Answer {
   status: number;
   headers: Record<string, string | string[] | undefined>;
   body: Json;
-}
-
-async function pgAdmin<T>(run: (client: pg.Client) => Promise<T>, url = TEST_DATABASE_URL): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await run(client);
-  } finally {
-    await client.end();
-  }
-}
-
-function databaseUrl(name: string): string {
-  const url = new URL(TEST_DATABASE_URL);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
-
-/** The fixture's store in a fresh place: a temp data dir, and for PostgreSQL a fresh database. */
-async function restore(dir: string, manifest: Manifest, dataDir: string): Promise<string | undefined> {
-  await copyFile(path.join(dir, 'master.key'), path.join(dataDir, 'master.key'));
-  await chmod(path.join(dataDir, 'master.key'), 0o600);
-  if (manifest.dialect === 'sqlite') {
-    await writeFile(
-      path.join(dataDir, 'tokenproxy.db'),
-      gunzipSync(await readFile(path.join(dir, 'tokenproxy.db.gz'))),
-    );
-    return undefined;
-  }
-  const name = `tp_upg_${randomBytes(6).toString('hex')}`;
-  await pgAdmin((client) => client.query(`CREATE DATABASE "${name}"`));
-  const url = databaseUrl(name);
-  await pgAdmin((client) => client.query(readFileSync(path.join(dir, 'dump.sql'), 'utf8')), url);
-  return url;
-}
-
-/**
- * What the test harness changes in the old store before the start (SQL, never through tokenproxy):
- * the webhook's URL, because the old receiver's port is gone; and the idempotency record's expiry,
- * so the retry below counts as arriving within the key's 24 hours however old the fixture is.
- */
-async function adjust(dataDir: string, database: string | undefined, webhookUrl: string): Promise<void> {
-  const statements = [
-    { text: 'update webhooks set url = $1', values: [webhookUrl] },
-    { text: 'update idempotency_keys set expires_at = $1', values: ['2999-01-01T00:00:00.000Z'] },
-  ];
-  if (database === undefined) {
-    const db = new Database(path.join(dataDir, 'tokenproxy.db'));
-    try {
-      const tables = new Set(
-        (db.prepare(`select name from sqlite_master where type = 'table'`).all() as { name: string }[]).map(
-          (r) => r.name,
-        ),
-      );
-      for (const { text, values } of statements) {
-        if (tables.has(text.split(' ')[1] ?? '')) db.prepare(text.replace('$1', '?')).run(...values);
-      }
-    } finally {
-      db.close();
-    }
-    return;
-  }
-  await pgAdmin(async (client) => {
-    for (const { text, values } of statements) {
-      const table = text.split(' ')[1] ?? '';
-      const exists = await client.query('select to_regclass($1) as t', [`public.${table}`]);
-      if ((exists.rows[0] as { t: string | null }).t !== null) await client.query(text, values);
-    }
-  }, database);
 }
 
 for (const name of fixtureDirs) {
@@ -388,7 +292,10 @@ for (const name of fixtureDirs) {
         },
       );
 
-      it.runIf(manifest.features.idempotency)(
+      // f068190 stored a plain SHA-256 fingerprint, replaced by the keyed one 31 minutes later in the
+      // same session: its records are not matched (docs/decisions.md, "Stores made by old builds").
+      const plainFingerprint = manifest.commit.startsWith('f068190');
+      it.runIf(manifest.features.idempotency && !plainFingerprint)(
         'replays the first answer to a retry with the same Idempotency-Key made before the upgrade',
         async () => {
           const idem = manifest.keys.idempotent;
@@ -400,6 +307,23 @@ for (const name of fixtureDirs) {
           );
           expect(retry.status, JSON.stringify(retry.body)).toBe(201);
           expect(retry.body.key_id).toBe(idem?.key_id);
+        },
+      );
+
+      it.runIf(manifest.features.idempotency && plainFingerprint)(
+        'refuses a retry of a record with the plain fingerprint as a conflict: nothing is created twice',
+        async () => {
+          const idem = manifest.keys.idempotent;
+          const before = await api('GET', '/keys?limit=100');
+          const retry = await api(
+            'POST',
+            '/keys',
+            { name: 'idempotent', provider: 'mock', real_key: UPGRADE_KEYS.idempotent },
+            { 'idempotency-key': idem?.idempotency_key ?? '' },
+          );
+          expect(retry.status, JSON.stringify(retry.body)).toBe(409);
+          expect(retry.body).toMatchObject({ error: { code: 'idempotency_conflict' } });
+          expect((await api('GET', '/keys?limit=100')).body).toEqual(before.body);
         },
       );
 
