@@ -1,5 +1,6 @@
 import type { Budget } from '../usage/budget.js';
 import type { AccountRecord, PlanName } from './records.js';
+import type { Database } from './schema.js';
 
 /** Store types of accounts: creating one with its first API key, its plan, budget and usage. */
 
@@ -36,4 +37,22 @@ export interface AccountRepo {
   countActiveTokens(accountId: string, now: string): Promise<number>;
   /** Proxied requests counted for the account in `period` (`YYYY-MM`, UTC). */
   usage(accountId: string, period: string): Promise<number>;
+  /** How many rows of each table belong to the account: what `delete` would remove. */
+  holdings(accountId: string): Promise<AccountHoldings>;
+  /**
+   * Deletes the account and every row of every table that has an `account_id` of it, in one
+   * transaction (the operator's `tokenproxy accounts delete`); returns the rows deleted per table, or
+   * undefined when there is no such account (nothing is deleted then). The destroyed secrets
+   * (provider keys, webhook secrets, stored idempotent responses) are purged from the database files
+   * after the commit, as for a key deletion.
+   */
+  delete(accountId: string): Promise<AccountHoldings | undefined>;
 }
+
+/** Every table with an `account_id` column, by the schema's types: what an account holds. */
+export type AccountTable = {
+  [T in keyof Database]: 'account_id' extends keyof Database[T] ? T : never;
+}[keyof Database];
+
+/** Rows per table of what an account holds (`accounts` itself not included). */
+export type AccountHoldings = Readonly<Record<AccountTable, number>>;

@@ -3,6 +3,7 @@ import { newId } from '../../src/ids/formats.js';
 import { timestampPosition, type Page, type PageQuery } from '../../src/store/records.js';
 import type { Store } from '../../src/store/store.js';
 import { databases, type OpenedDatabase } from '../support/databases.js';
+import { refuseStatements } from '../support/refusing-trigger.js';
 import {
   allPages,
   anomalyEntry,
@@ -228,13 +229,17 @@ for (const fixture of databases) {
       it('applies a batch all or nothing', async () => {
         const { account } = await newAccount(store);
         const token = await createToken(store, account.id);
-        // Usage of an account that does not exist violates the foreign key: nothing may be kept.
-        await expect(
-          store.tokens.recordUsage([
-            { tokenId: token.id, accountId: account.id, count: 1, lastUsedAt: at(1) },
-            { tokenId: newId('key'), accountId: newId('account'), count: 1, lastUsedAt: at(1) },
-          ]),
-        ).rejects.toThrow();
+        // The monthly usage row is written after the token's count: refused, nothing may be kept.
+        const accept = await refuseStatements(store, 'usage', 'insert', 'usage refused');
+        try {
+          await expect(
+            store.tokens.recordUsage([
+              { tokenId: token.id, accountId: account.id, count: 1, lastUsedAt: at(1) },
+            ]),
+          ).rejects.toThrow('usage refused');
+        } finally {
+          await accept();
+        }
         expect(await store.tokens.get(account.id, token.id)).toMatchObject({ requestCount: 0 });
         expect(await store.accounts.usage(account.id, '2026-01')).toBe(0);
       });

@@ -1,8 +1,9 @@
 import { budgetText } from '../../usage/budget.js';
 import { newId } from '../../ids/formats.js';
-import type { AccountPatch, AccountRepo, NewAccount } from '../store.js';
+import type { AccountHoldings, AccountPatch, AccountRepo, NewAccount } from '../store.js';
 import type { AccountRecord } from '../records.js';
 import type { RepoContext } from './context.js';
+import { accountHoldings, deleteAccount } from './account-deletion.js';
 import { toAccount } from './rows.js';
 import { transact } from './transact.js';
 
@@ -115,6 +116,14 @@ export class KyselyAccountRepo implements AccountRepo {
       .where('period', '=', period)
       .executeTakeFirst();
     return row?.requests ?? 0;
+  }
+
+  holdings(accountId: string): Promise<AccountHoldings> {
+    return accountHoldings(this.ctx.db, accountId);
+  }
+
+  delete(accountId: string): Promise<AccountHoldings | undefined> {
+    return deleteAccount(this.ctx, accountId);
   }
 }
 

@@ -291,7 +291,16 @@ export class KyselyTokenRepo implements TokenRepo {
           .where('account_id', '=', entry.accountId)
           .execute();
       }
+      // An account deleted (`tokenproxy accounts delete`) while its requests were counted has no
+      // usage to keep, and its row would fail the foreign key, and with it the other accounts' usage.
+      const accountIds = [...new Set(periods.map((row) => row.accountId))];
+      const live = new Set(
+        (await trx.selectFrom('accounts').select('id').where('id', 'in', accountIds).execute()).map(
+          (row) => row.id,
+        ),
+      );
       for (const row of periods) {
+        if (!live.has(row.accountId)) continue;
         await trx
           .insertInto('usage')
           .values({ account_id: row.accountId, period: row.period, requests: row.count })
