@@ -21,12 +21,16 @@ export interface AccountCommandHooks {
   readonly writeSettings: readonly string[];
 }
 
-/** A user's mistake on the command line: printed as is, exit code 2. */
+/**
+ * A user's mistake on the command line: printed as is, exit code 2. `confirmation_required`: a
+ * destructive command (`accounts delete`) run without its confirmation; nothing was changed.
+ */
 export class UsageError extends Error {
-  readonly code = 'invalid_usage';
-  constructor(message: string) {
+  readonly code: 'invalid_usage' | 'confirmation_required';
+  constructor(message: string, code: 'invalid_usage' | 'confirmation_required' = 'invalid_usage') {
     super(message);
     this.name = 'UsageError';
+    this.code = code;
   }
 }
 

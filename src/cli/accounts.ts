@@ -4,6 +4,7 @@ import { planLimits, usagePeriod } from '../accounts/plans.js';
 import type { Config } from '../config/load.js';
 import { displayNameProblem } from '../rules/display-name.js';
 import { findAccount, usage, UsageError, withStore, type AccountCommandHooks } from './account-store.js';
+import { registerAccountDelete } from './accounts-delete.js';
 
 export type { AccountCommandHooks } from './account-store.js';
 
@@ -69,6 +70,7 @@ export function registerAccountCommands(program: Command, hooks: AccountCommandH
     .action((account: string, opts: Record<string, unknown>) =>
       hooks.run(rotateKeyCommand(account, opts, hooks)),
     );
+  registerAccountDelete(accounts, hooks);
 }
 
 async function createCommand(opts: Record<string, unknown>, hooks: AccountCommandHooks): Promise<number> {
@@ -253,4 +255,3 @@ function unknownPlan(config: Config, plan: string): string | undefined {
     'Plans of your own go in the config file\'s "plans" (pass the same --config as the server).'
   );
 }
-
