@@ -1,6 +1,8 @@
 import type { Command } from 'commander';
 import type { AccountHoldings, AccountTable } from '../store/account-records.js';
+import { isId } from '../ids/formats.js';
 import type { AccountRecord } from '../store/records.js';
+import type { Store } from '../store/store.js';
 import { findAccount, UsageError, withStore, type AccountCommandHooks } from './account-store.js';
 
 /**
@@ -75,7 +77,11 @@ async function deleteCommand(
   const config = hooks.configFrom(opts);
   const confirm = typeof opts.confirm === 'string' ? opts.confirm : undefined;
   return withStore(config, hooks, true, async (store) => {
-    const account = await findAccount(store, ref);
+    const account = await findAccount(store, ref).catch(async (err: unknown) => {
+      if (isId('account', ref) && (await leftovers(store, ref, confirm, opts, hooks))) return undefined;
+      throw err;
+    });
+    if (account === undefined) return 0;
     if (confirm === undefined) {
       const holdings = await store.accounts.holdings(account.id);
       throw new UsageError(
@@ -108,6 +114,9 @@ async function deleteCommand(
     } else {
       hooks.stdout(`Deleted account ${described(account)} at ${deletedAt}: ${describeHoldings(deleted)}.`);
       hooks.stdout('Its tokens and API keys are refused by every running server within a second.');
+      hooks.stdout(
+        `Requests still in flight may log under its id for a while: \`tokenproxy accounts delete ${account.id}\` later removes those rows.`,
+      );
     }
     if ((await store.accounts.count()) === 0) {
       hooks.stderr(
@@ -117,4 +126,36 @@ async function deleteCommand(
     }
     return 0;
   });
+}
+
+/**
+ * `accounts delete ID` for an account already deleted: the rows that requests in flight at its
+ * deletion wrote afterwards (request-log records, anomalies, rollups). False when there are none
+ * (the caller reports the unknown account); with `--confirm ID` they are deleted.
+ */
+async function leftovers(
+  store: Store,
+  accountId: string,
+  confirm: string | undefined,
+  opts: Record<string, unknown>,
+  hooks: AccountCommandHooks,
+): Promise<boolean> {
+  const holdings = await store.accounts.holdings(accountId);
+  if (Object.values(holdings).every((n) => n === 0)) return false;
+  if (confirm !== accountId) {
+    throw new UsageError(
+      `nothing was deleted. Account ${accountId} no longer exists, but rows written after its deletion ` +
+        `(requests that were in flight) still carry its id:\n  ${describeHoldings(holdings)}.\n` +
+        `  To delete them, run again with --confirm ${accountId}.`,
+      confirm === undefined ? 'confirmation_required' : 'invalid_usage',
+    );
+  }
+  const deleted = await store.accounts.deleteLeftovers(accountId);
+  if (deleted === undefined) throw new UsageError(`account ${accountId} exists again: nothing was deleted.`);
+  if (opts.json === true) {
+    hooks.stdout(JSON.stringify({ account_id: accountId, leftovers: true, deleted }));
+  } else {
+    hooks.stdout(`Deleted the rows left under deleted account ${accountId}: ${describeHoldings(deleted)}.`);
+  }
+  return true;
 }

@@ -47,6 +47,12 @@ export interface AccountRepo {
    * after the commit, as for a key deletion.
    */
   delete(accountId: string): Promise<AccountHoldings | undefined>;
+  /**
+   * Deletes the rows still carrying the id of an account that no longer exists (written by requests
+   * in flight at its deletion: request-log records, anomalies, rollups); undefined, deleting nothing,
+   * when the account exists. These rows hold no secret, so nothing is purged.
+   */
+  deleteLeftovers(accountId: string): Promise<AccountHoldings | undefined>;
 }
 
 /** Every table with an `account_id` column, by the schema's types: what an account holds. */

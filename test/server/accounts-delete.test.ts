@@ -170,6 +170,51 @@ for (const fixture of databases) {
         expect(listed.map((a) => a.name)).not.toContain('leaver');
         expect(listed.map((a) => a.name)).toContain('stayer');
       });
+
+      it('run again with the id, removes what requests in flight wrote after the deletion', async () => {
+        const late = await customer('late');
+        expect((await cli(['delete', 'late', '--confirm', 'late'])).code).toBe(0);
+        // A streaming response that ends after the deletion: its record lands under the deleted id.
+        await db.store.requestLogs.insertMany([
+          {
+            id: `req_${Date.now()}late`,
+            timestamp: new Date().toISOString(),
+            accountId: late.accountId,
+            tokenId: null,
+            provider: 'openai',
+            origin: null,
+            ip: '203.0.113.9',
+            country: null,
+            pop: 'test',
+            path: '/openai/v1/chat/completions',
+            status: 200,
+            authorized: true,
+            latencyMs: 90_000,
+            errorCode: null,
+            model: null,
+            inputTokens: null,
+            outputTokens: null,
+            costMicros: null,
+          },
+        ]);
+        const refused = await cli(['delete', late.accountId]);
+        expect(refused.code).toBe(2);
+        expect(refused.stderr).toContain(
+          `Account ${late.accountId} no longer exists, but rows written after`,
+        );
+        expect(refused.stderr).toContain('1 request-log records');
+        const swept = await cli(['delete', late.accountId, '--confirm', late.accountId, '--json']);
+        expect(swept.code, swept.stderr).toBe(0);
+        expect(JSON.parse(swept.stdout)).toMatchObject({
+          account_id: late.accountId,
+          deleted: { request_logs: 1 },
+        });
+        expect(await rowsLeft(late.accountId)).toBe(0);
+        // Nothing left: an unknown account again.
+        const gone = await cli(['delete', late.accountId, '--confirm', late.accountId]);
+        expect(gone.code).toBe(2);
+        expect(gone.stderr).toContain(`no account with id or name "${late.accountId}"`);
+      });
     },
   );
 }

@@ -263,6 +263,22 @@ for (const fixture of databases) {
       expect((await liveRows(store, victim.accountId)).usage).toBe(0);
     });
 
+    it('deleteLeftovers removes rows written under a deleted id, and nothing of a live account', async () => {
+      const victim = await fullAccount(store);
+      const before = await liveRows(store, victim.accountId);
+      expect(await store.accounts.deleteLeftovers(victim.accountId)).toBeUndefined();
+      expect(await liveRows(store, victim.accountId)).toEqual(before);
+      await store.accounts.delete(victim.accountId);
+      await store.requestLogs.insertMany([requestLogEntry({ accountId: victim.accountId })]);
+      await store.usageRollups.add([
+        { accountId: victim.accountId, hour: T0, outcome: 'forwarded', requests: 1 },
+      ]);
+      const swept = await store.accounts.deleteLeftovers(victim.accountId);
+      expect(swept).toMatchObject({ request_logs: 1, usage_rollups: 1, tokens: 0 });
+      for (const [table, n] of Object.entries(await liveRows(store, victim.accountId)))
+        expect(n, table).toBe(0);
+    });
+
     it('fails whole: a deletion that fails half-way deletes nothing', async () => {
       const victim = await fullAccount(store);
       const before = await liveRows(store, victim.accountId);

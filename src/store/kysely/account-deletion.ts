@@ -58,16 +58,33 @@ export async function deleteAccount(
       .forUpdate(trx.selectFrom('accounts').select('id').where('id', '=', accountId))
       .executeTakeFirst();
     if (account === undefined) return undefined;
-    const counts: Partial<Record<AccountTable, number>> = {};
-    for (const table of ACCOUNT_TABLES) {
-      const result = await sql`delete from ${sql.table(table)} where account_id = ${accountId}`.execute(trx);
-      counts[table] = Number(result.numAffectedRows ?? 0n);
-    }
+    const counts = await deleteRows(trx, accountId);
     await trx.deleteFrom('accounts').where('id', '=', accountId).execute();
-    return counts as AccountHoldings;
+    return counts;
   });
   if (deleted !== undefined) {
     await ctx.afterCommit((db) => ctx.dialect.purgeDestroyedSecrets(db, SECRET_TABLES));
   }
   return deleted;
+}
+
+/** See AccountRepo.deleteLeftovers. */
+export function deleteLeftovers(ctx: RepoContext, accountId: string): Promise<AccountHoldings | undefined> {
+  return transact(ctx.db, async (trx) => {
+    const account = await trx
+      .selectFrom('accounts')
+      .select('id')
+      .where('id', '=', accountId)
+      .executeTakeFirst();
+    return account === undefined ? deleteRows(trx, accountId) : undefined;
+  });
+}
+
+async function deleteRows(trx: Kysely<Database>, accountId: string): Promise<AccountHoldings> {
+  const counts: Partial<Record<AccountTable, number>> = {};
+  for (const table of ACCOUNT_TABLES) {
+    const result = await sql`delete from ${sql.table(table)} where account_id = ${accountId}`.execute(trx);
+    counts[table] = Number(result.numAffectedRows ?? 0n);
+  }
+  return counts as AccountHoldings;
 }

@@ -3,7 +3,7 @@ import { newId } from '../../ids/formats.js';
 import type { AccountHoldings, AccountPatch, AccountRepo, NewAccount } from '../store.js';
 import type { AccountRecord } from '../records.js';
 import type { RepoContext } from './context.js';
-import { accountHoldings, deleteAccount } from './account-deletion.js';
+import { accountHoldings, deleteAccount, deleteLeftovers } from './account-deletion.js';
 import { toAccount } from './rows.js';
 import { transact } from './transact.js';
 
@@ -124,6 +124,10 @@ export class KyselyAccountRepo implements AccountRepo {
 
   delete(accountId: string): Promise<AccountHoldings | undefined> {
     return deleteAccount(this.ctx, accountId);
+  }
+
+  deleteLeftovers(accountId: string): Promise<AccountHoldings | undefined> {
+    return deleteLeftovers(this.ctx, accountId);
   }
 }
 
