@@ -1,3 +1,4 @@
+import { sentAtSeen, windowEnd } from '../rules/clock-steps.js';
 import type { Logger } from 'pino';
 import { errorName } from '../errors/summary.js';
 import { settlesWithin } from '../runtime/settles-within.js';
@@ -68,7 +69,7 @@ export interface BreachHandler {
  */
 interface Pooled {
   readonly accountId: string;
-  readonly takeAt: number;
+  takeAt: number;
   readonly own: SummaryPart;
 }
 
@@ -248,6 +249,13 @@ export function createBreachHandler(options: BreachHandlerOptions): BreachHandle
   async function flush(at: number = now()): Promise<void> {
     for (const [key, q] of quiet) if (at - q.at >= interval) quiet.delete(key);
     for (const [key, t] of pending) {
+      if (t.sentAt > at) {
+        // A clock stepped back: an alert "sent" after now restarts its interval now, not in an hour
+        // (rules/clock-steps.ts); the counters keep a send time of their own and see it too (0).
+        t.sentAt = sentAtSeen(t.sentAt, at);
+        await counters.flushCoalesced(key, at, interval);
+        continue;
+      }
       if (at - t.sentAt < interval) continue;
       pending.delete(key);
       quiet.set(key, { at, reason: t.attempt.reason });
@@ -267,6 +275,9 @@ export function createBreachHandler(options: BreachHandlerOptions): BreachHandle
    * concurrently: a flood over many tokens must not hold a shutdown for one round trip each.
    */
   async function sendSummaries(at: number, all = false): Promise<void> {
+    // A clock stepped back: a summary is due at most one window from now, and taken a grace after.
+    for (const summary of summaries.values()) summary.dueAt = windowEnd(summary.dueAt, interval, at);
+    for (const p of pooled.values()) p.takeAt = windowEnd(p.takeAt, interval + grace, at);
     const due = [...summaries.values()].filter((summary) => all || at >= summary.dueAt);
     for (const summary of due) summaries.delete(summary.tokenId);
     await Promise.all(due.map((summary) => pool(summary, at)));

@@ -12,6 +12,7 @@
  * implementation returns promises and the same callers still work.
  */
 
+import { remainingWait, sentAtSeen, windowEnd } from '../rules/clock-steps.js';
 import { mergeSummaryParts, type SummaryPart } from './summary-part.js';
 
 export type MaybePromise<T> = T | Promise<T>;
@@ -107,6 +108,8 @@ export interface MemoryCountersOptions {
 interface Window {
   count: number;
   resetAt: number;
+  /** The length this window was opened with (an edited length applies from the next window). */
+  windowMs: number;
 }
 
 interface Value {
@@ -156,8 +159,11 @@ export class MemoryCounters implements Counters {
     let w = this.#windows.get(key);
     if (w === undefined || now >= w.resetAt) {
       if (w === undefined) this.#room(this.#windows);
-      w = { count: 0, resetAt: now + windowMs };
+      w = { count: 0, resetAt: now + windowMs, windowMs };
       this.#windows.set(key, w);
+    } else {
+      // A clock stepped back: the window ends at most its length from now (clock-steps.ts).
+      w.resetAt = windowEnd(w.resetAt, w.windowMs, now);
     }
     w.count++;
     return w;
@@ -219,7 +225,7 @@ export class MemoryCounters implements Counters {
   waiting(key: string, now: number, policy: BackoffPolicy): number {
     const b = this.#backoffs.get(key);
     if (b === undefined || now - b.last >= policy.resetAfterMs) return 0;
-    return Math.max(0, b.until - now);
+    return remainingWait(b.last, b.until, now);
   }
 
   coalesce(key: string, now: number, intervalMs: number, trigger: boolean): number {
@@ -233,6 +239,7 @@ export class MemoryCounters implements Counters {
     c.pending++;
     c.last = now;
     c.intervalMs = intervalMs;
+    c.sentAt = sentAtSeen(c.sentAt, now);
     if (!trigger || now - c.sentAt < intervalMs) return 0;
     const covered = c.pending;
     c.pending = 0;
@@ -243,7 +250,9 @@ export class MemoryCounters implements Counters {
   flushCoalesced(key: string, now: number, intervalMs: number): number {
     this.#lastNow = now;
     const c = this.#coalesced.get(key);
-    if (c === undefined || c.pending === 0 || c.sentAt === -Infinity || now - c.sentAt < intervalMs) return 0;
+    if (c === undefined || c.pending === 0 || c.sentAt === -Infinity) return 0;
+    c.sentAt = sentAtSeen(c.sentAt, now);
+    if (now - c.sentAt < intervalMs) return 0;
     const covered = c.pending;
     c.pending = 0;
     c.sentAt = now;

@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import type { RedisClient } from '../cluster/redis-connection.js';
+import { remainingWait } from '../rules/clock-steps.js';
 import type { BackoffPolicy, Counters, Reservation, Strike, WindowCount } from './counters.js';
 import {
   ADD,
@@ -28,13 +30,19 @@ export const KEY_PREFIX = 'tokenproxy:';
  */
 export class RedisCounters implements Counters {
   readonly #client: RedisClient;
+  /**
+   * Names this process's clock in what it stores: a window or an alert time it wrote can be corrected
+   * after its own clock stepped back, never one another member wrote (rules/clock-steps.ts).
+   */
+  readonly #member: string;
 
-  constructor(client: RedisClient) {
+  constructor(client: RedisClient, member: string = randomBytes(8).toString('hex')) {
     this.#client = client;
+    this.#member = member;
   }
 
   async hit(key: string, windowMs: number, now: number): Promise<WindowCount> {
-    const [count, resetAt] = (await this.#run(HIT, key, now, windowMs)) as [string, string];
+    const [count, resetAt] = (await this.#run(HIT, key, now, windowMs, this.#member)) as [string, string];
     return { count: Number(count), resetAt: Number(resetAt) };
   }
 
@@ -79,15 +87,15 @@ export class RedisCounters implements Counters {
       'u',
     ]);
     if (last === null || until === null || now - Number(last) >= policy.resetAfterMs) return 0;
-    return Math.max(0, Number(until) - now);
+    return remainingWait(Number(last), Number(until), now);
   }
 
   async coalesce(key: string, now: number, intervalMs: number, trigger: boolean): Promise<number> {
-    return Number(await this.#run(COALESCE, key, now, intervalMs, trigger ? 1 : 0));
+    return Number(await this.#run(COALESCE, key, now, intervalMs, trigger ? 1 : 0, this.#member));
   }
 
   async flushCoalesced(key: string, now: number, intervalMs: number): Promise<number> {
-    return Number(await this.#run(FLUSH, key, now, intervalMs));
+    return Number(await this.#run(FLUSH, key, now, intervalMs, this.#member));
   }
 
   async poolSummary(key: string, part: SummaryPart, expiresAt: number, now: number): Promise<void> {

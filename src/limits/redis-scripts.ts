@@ -32,18 +32,29 @@ function script(body: string): LuaScript {
   return { source, sha1: createHash('sha1').update(source).digest('hex') };
 }
 
-/** ARGV: now, windowMs → {count, resetAt}. Fields c (count), r (window end). */
+/**
+ * ARGV: now, windowMs, member → {count, resetAt}. Fields c (count), r (window end), w (the length it
+ * was opened with), m (the member whose clock opened it). The member that opened a window ends it at
+ * most its length after now (rules/clock-steps.ts windowEnd: its clock stepped back); another
+ * member's window is left as it is (their clocks may disagree by a little).
+ */
 export const HIT = script(`
 local win = tonumber(ARGV[2])
-local v = redis.call('HMGET', k, 'c', 'r')
+local v = redis.call('HMGET', k, 'c', 'r', 'w', 'm')
 local c = tonumber(v[1])
 local r = tonumber(v[2])
 if c == nil or r == nil or now >= r then
   c = 1
   r = now + win
-  redis.call('HSET', k, 'c', 1, 'r', s(r))
+  redis.call('HSET', k, 'c', 1, 'r', s(r), 'w', s(win), 'm', ARGV[3])
   ttl(k, win)
 else
+  local opened = tonumber(v[3])
+  if v[4] == ARGV[3] and opened ~= nil and r > now + opened then
+    r = now + opened
+    redis.call('HSET', k, 'r', s(r))
+    ttl(k, opened)
+  end
   c = redis.call('HINCRBY', k, 'c', 1)
 end
 return {s(c), s(r)}
@@ -116,29 +127,42 @@ ttl(k, reset)
 return {blocked, s(wait)}
 `);
 
-/** ARGV: now, intervalMs, trigger 1|0 → alerts covered. Fields p (pending), s (sent at; absent = never). */
+/**
+ * ARGV: now, intervalMs, trigger 1|0, member → alerts covered. Fields p (pending), s (sent at;
+ * absent = never), sm (the member whose clock sent it). A send time the member's own clock wrote in
+ * its future reads as now (rules/clock-steps.ts sentAtSeen), here and in FLUSH.
+ */
 export const COALESCE = script(`
 local interval = tonumber(ARGV[2])
-local v = redis.call('HMGET', k, 'p', 's')
+local v = redis.call('HMGET', k, 'p', 's', 'sm')
 local p = (tonumber(v[1]) or 0) + 1
 local sent = tonumber(v[2])
 ttl(k, 10 * interval)
+if sent ~= nil and sent > now and v[3] == ARGV[4] then
+  sent = now
+  redis.call('HSET', k, 's', s(now))
+end
 if ARGV[3] ~= '1' or (sent ~= nil and now - sent < interval) then
   redis.call('HSET', k, 'p', p)
   return '0'
 end
-redis.call('HSET', k, 'p', 0, 's', s(now))
+redis.call('HSET', k, 'p', 0, 's', s(now), 'sm', ARGV[4])
 return s(p)
 `);
 
-/** ARGV: now, intervalMs → alerts covered by the trailing alert. */
+/** ARGV: now, intervalMs, member → alerts covered by the trailing alert. */
 export const FLUSH = script(`
 local interval = tonumber(ARGV[2])
-local v = redis.call('HMGET', k, 'p', 's')
+local v = redis.call('HMGET', k, 'p', 's', 'sm')
 local p = tonumber(v[1]) or 0
 local sent = tonumber(v[2])
-if p == 0 or sent == nil or now - sent < interval then return '0' end
-redis.call('HSET', k, 'p', 0, 's', s(now))
+if p == 0 or sent == nil then return '0' end
+if sent > now and v[3] == ARGV[3] then
+  redis.call('HSET', k, 's', s(now))
+  return '0'
+end
+if now - sent < interval then return '0' end
+redis.call('HSET', k, 'p', 0, 's', s(now), 'sm', ARGV[3])
 return s(p)
 `);
 
