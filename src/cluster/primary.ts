@@ -144,7 +144,8 @@ async function supervise(
   const fork = (slot: Slot, index: number): void => {
     slot.restartTimer = undefined;
     slot.ready = false;
-    slot.startedAt = Date.now();
+    // Monotonic: a wall clock step must not make a worker's uptime negative (a crash "in a row").
+    slot.startedAt = performance.now();
     const worker = cluster.fork({ ...workerEnv, [WORKER_SLOT_ENV]: String(index + 1) });
     slot.worker = worker;
     worker.on('message', (message: unknown) => {
@@ -188,7 +189,7 @@ async function supervise(
         );
         return;
       }
-      slot.crashes = crashesInARow(slot.crashes, Date.now() - slot.startedAt);
+      slot.crashes = crashesInARow(slot.crashes, performance.now() - slot.startedAt);
       if (shouldGiveUp(slots.map((s) => s.crashes))) {
         logger.error({ crashes: slot.crashes }, 'every worker keeps dying right after it starts; stopping');
         exitCode = 1;

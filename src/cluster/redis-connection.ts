@@ -146,7 +146,7 @@ export function connectRedis(settings: RedisSettings, logger: Logger): RedisConn
   const write = (): Promise<void> =>
     client.sendCommand(['EVAL', PROBE_SCRIPT, '1', PROBE_KEY]).then(() => undefined);
   const recovered = (): void => {
-    recoveredAt = Date.now();
+    recoveredAt = performance.now();
     set(true);
   };
   let probing: NodeJS.Timeout | undefined;
@@ -196,7 +196,7 @@ export function connectRedis(settings: RedisSettings, logger: Logger): RedisConn
     },
     suspect(err) {
       if (!up) return;
-      relapses = Date.now() - recoveredAt < STABLE_AFTER_MS ? relapses + 1 : 0;
+      relapses = performance.now() - recoveredAt < STABLE_AFTER_MS ? relapses + 1 : 0;
       set(false, err);
       probe();
     },

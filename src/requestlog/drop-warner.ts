@@ -22,7 +22,7 @@ export class DropWarner {
     const key = `${queue} ${reason}`;
     this.#counts.set(key, (this.#counts.get(key) ?? 0) + count);
     if (this.#timer !== undefined) return;
-    const wait = Math.max(0, this.#lastWarning + this.#intervalMs - Date.now());
+    const wait = Math.max(0, this.#lastWarning + this.#intervalMs - performance.now());
     if (wait === 0) return this.report();
     this.#timer = setTimeout(() => this.report(), wait);
     this.#timer.unref();
@@ -33,7 +33,8 @@ export class DropWarner {
     clearTimeout(this.#timer);
     this.#timer = undefined;
     if (this.#counts.size === 0) return;
-    this.#lastWarning = Date.now();
+    // Monotonic: a wall clock stepped back must not hold the next warning back for the step.
+    this.#lastWarning = performance.now();
     const dropped = [...this.#counts].map(([key, count]) => {
       const [queue, reason] = key.split(' ');
       return { queue, reason, count };

@@ -200,7 +200,9 @@ async function startLocked(
   // Deliveries in flight get what is left of the drain timeout, so a hanging receiver never holds a
   // stopping server past it (DESIGN §10).
   started.push(() =>
-    events.close(Math.max(0, (drainDeadline ?? Date.now() + config.drainTimeoutMs) - Date.now())),
+    events.close(
+      Math.max(0, (drainDeadline ?? performance.now() + config.drainTimeoutMs) - performance.now()),
+    ),
   );
   // Limits (src/limits): IP backoff, rate limits, quotas, breach alerts, anomaly detection.
   const limitsPublisher: EventPublisher = events.publisher;
@@ -327,7 +329,8 @@ async function startLocked(
     retention,
     close() {
       closing ??= (async () => {
-        drainDeadline = Date.now() + config.drainTimeoutMs;
+        // Monotonic: a wall clock stepped back while stopping must not stretch the drain by the step.
+        drainDeadline = performance.now() + config.drainTimeoutMs;
         const drained = Promise.all([api.close(), proxy.close(config.drainTimeoutMs)]);
         const timer = setTimeout(() => {
           logger.warn(

@@ -43,7 +43,8 @@ export const WRITE_REFUSAL_MEMORY_MS = 60_000;
  */
 export class WriteHealth {
   #last: { readonly reason: WriteRefusal; readonly at: number } | undefined;
-  constructor(private readonly now: () => number = Date.now) {}
+  /** A monotonic clock by default: a wall clock stepped back must not keep /readyz degraded for the step. */
+  constructor(private readonly now: () => number = () => performance.now()) {}
 
   refused(reason: WriteRefusal): void {
     this.#last = { reason, at: this.now() };

@@ -33,7 +33,8 @@ const hsm = createHsmSession(data);
 const keys = createHsmKeys(hsm.lib, data);
 const hsmCrypto = createHsmCrypto(hsm.lib);
 let session: Buffer | undefined;
-let lastReopen = 0;
+/** performance.now() of the last failed reopen (monotonic: a wall clock step must not stretch the pause). */
+let lastReopen = Number.NEGATIVE_INFINITY;
 /**
  * Per KEK id the store names but the HSM did not show: when it may be looked for again on a
  * re-initialised library, and the wait after that (see `load`).
@@ -62,9 +63,9 @@ function load(s: Buffer, kekId: string): Buffer | null {
   // Re-initialising stalls every other operation of this thread: a version that is truly absent is
   // looked for again after 1 s, then 2, 4… up to a minute, not on every refresh of the keyring.
   const last = freshLooks.get(kekId);
-  if (last !== undefined && Date.now() < last.at) return null;
+  if (last !== undefined && performance.now() < last.at) return null;
   const waitMs = last === undefined ? REOPEN_EVERY_MS : Math.min(last.waitMs * 2, FRESH_LOOK_MAX_MS);
-  freshLooks.set(kekId, { at: Date.now() + waitMs, waitMs });
+  freshLooks.set(kekId, { at: performance.now() + waitMs, waitMs });
   session = undefined;
   const fresh = reopen();
   session = fresh;
@@ -120,13 +121,13 @@ function answer(message: ToHsm): FromHsm {
   let attempt = 0;
   while (attempt < 3) {
     if (session === undefined) {
-      if (Date.now() - lastReopen < REOPEN_EVERY_MS) {
+      if (performance.now() - lastReopen < REOPEN_EVERY_MS) {
         return unavailable(message, 'the HSM failed moments ago; not retried yet');
       }
       try {
         session = reopen();
       } catch (err) {
-        lastReopen = Date.now();
+        lastReopen = performance.now();
         return unavailable(message, describeHsmFailure(err));
       }
     }
