@@ -2,8 +2,8 @@
  * Instants the limits keep were read from a wall clock, `Date.now()`. A wall clock can step back (an
  * NTP correction, an operator's `date -s`, a VM restored from a snapshot), so a stored instant may
  * lie in the future of the clock that wrote it. Each rule here trusts such an instant only as far as
- * the duration that produced it: a window never ends more than its length after now, a wait never
- * lasts longer than it was set for, and an alert is never "sent" after now. Without them a clock
+ * the duration that produced it: a window never ends more than its length after now, a wait is
+ * over once the clock is behind it by the wait or more, and an alert is never "sent" after now. Without them a clock
  * stepped back by an hour held a used-up rate-limit window, an IP's backoff and every breach alert
  * of a tuple for that hour more.
  *
@@ -26,9 +26,15 @@ export function sentAtSeen(sentAt: number, now: number): number {
 }
 
 /**
- * The wait still left of a backoff set at `last` to last until `until`, seen at `now`: never more
- * than the wait it was set for (`until - last`), and 0 once over.
+ * The wait still left of a backoff set at `last` to last until `until`, seen at `now`. Once `now`
+ * has reached `last`, what is left of it. A `now` before `last` means a clock stepped back or a
+ * member behind the one that set it: by less than the wait, the whole wait is still owed (so a
+ * little skew never lets an attempt through early, and it lasts at most twice as long); by the wait
+ * or more, it is over, since the reading cannot run down until the clock catches up with `last`
+ * (an hour's step would otherwise hold a one-second wait for the hour).
  */
 export function remainingWait(last: number, until: number, now: number): number {
-  return Math.max(0, Math.min(until - now, until - last));
+  const wait = until - last;
+  if (now >= last) return Math.max(0, until - now);
+  return last - now < wait ? wait : 0;
 }

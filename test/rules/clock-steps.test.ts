@@ -23,8 +23,10 @@ describe('clock steps', () => {
     [T, T + 1_000, T + 400, 600],
     [T, T + 1_000, T + 1_000, 0],
     [T, T + 1_000, T + HOUR, 0],
-    [T, T + 1_000, T - HOUR, 1_000], // stepped back: the wait it was set for, not an hour more
-    [T, T + HOUR, T - 10 * 60_000, HOUR], // the 1 h cap stays the cap
+    [T, T + 1_000, T - HOUR, 0], // stepped back by more than the wait: over, not an hour more
+    [T, T + 1_000, T - 1_000, 0], // by exactly the wait
+    [T, T + 1_000, T - 999, 1_000], // by less (a member a little behind): the whole wait is owed
+    [T, T + HOUR, T - 10 * 60_000, HOUR], // a 1 h wait, 10 min back: still owed, never more than 1 h
   ])('remainingWait(%i, %i, %i) = %i', (last, until, now, remaining) => {
     expect(remainingWait(last, until, now)).toBe(remaining);
   });
