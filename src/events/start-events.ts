@@ -70,6 +70,12 @@ export interface RunningEvents {
   idle(): Promise<void>;
   readonly emailEnabled: boolean;
   /**
+   * Events still waiting for a store that refused them get one last try; from then on an event the
+   * store refuses is not held. Before the limits close at a stop: their last alerts would otherwise
+   * wait on held events for the breach handler's whole drain deadline. `close` does it too.
+   */
+  stopHolding(): Promise<void>;
+  /**
    * Stops the sweeper and the worker, letting attempts in flight finish for up to `graceMs` (then they
    * are cut off and retried later). Call after the listeners drained.
    */
@@ -157,18 +163,22 @@ export function startEvents(options: StartEventsOptions): RunningEvents {
   });
 
   let closing: Promise<void> | undefined;
+  let stoppedHolding: Promise<void> | undefined;
+  const stopHolding = (): Promise<void> =>
+    (stoppedHolding ??= publisher.close().then((lost) => {
+      if (lost > 0)
+        logger.error({ events: lost }, 'events not recorded at shutdown: the store refused writes');
+    }));
   return {
     publisher,
     nudge,
     sweepExpired: () => sweeper.sweep(),
     idle: () => worker.idle(),
     emailEnabled: mailer !== undefined,
+    stopHolding,
     close(graceMs) {
       closing ??= (async () => {
-        // Events still waiting for a store that refused them get their last try while it is open.
-        const lost = await publisher.close();
-        if (lost > 0)
-          logger.error({ events: lost }, 'events not recorded at shutdown: the store refused writes');
+        await stopHolding();
         await sweeper.close();
         await jobs.close();
         await worker.close(graceMs);

@@ -216,6 +216,9 @@ async function startLocked(
     counters: cluster.counters,
   });
   started.push(() => limits.close());
+  // Closed before the limits (the list runs backwards): their last breach alerts must not wait on
+  // events held for a store that refuses writes.
+  started.push(() => events.stopHolding());
   cluster.onCountersSwitched(() => limits.proxy.forgetAccounts());
 
   // The proxy binds first: with port 0 its real port is needed for `proxy_base_url`.

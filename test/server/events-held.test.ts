@@ -92,4 +92,34 @@ describe('a breach alert raised while the store refuses writes', () => {
     expect(event?.data).toMatchObject({ origin: 'https://evil.example', reason: 'origin_not_allowed' });
     expect(logLines.join('\n')).not.toContain('breach.detected not recorded');
   }, 60_000);
+
+  it('a stop while the store still refuses gives the held alert up at once, with one line', async () => {
+    const running = server as RunningServer;
+    const created = await request(`${running.apiUrl}/v1/tokens`, {
+      method: 'POST',
+      dispatcher,
+      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        name: 'held at stop',
+        provider: 'openai',
+        real_key: 'sk-events-held-real-key-000000000',
+        allowed_hosts: ['app.example.com'],
+      }),
+    });
+    const token = ((await created.body.json()) as { sanitized_key: string }).sanitized_key;
+    await sql.raw('pragma query_only = on').execute(storeDb(running.store));
+    const refused = await request(`${running.proxyUrl}/openai/v1/models`, {
+      dispatcher,
+      headers: { authorization: `Bearer ${token}`, origin: 'https://evil.example' },
+    });
+    await refused.body.dump();
+    expect(refused.statusCode).toBe(403);
+    await new Promise((r) => setTimeout(r, 300)); // the alert's first write refused: held
+    const before = logLines.length;
+    await running.close();
+    const stopping = logLines.slice(before).join('\n');
+    expect(stopping).toContain('events not recorded at shutdown');
+    // The breach handler did not wait its drain deadline on the held alert.
+    expect(stopping).not.toContain('not all recorded in time');
+  }, 60_000);
 });
