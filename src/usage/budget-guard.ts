@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { errorName } from '../errors/summary.js';
 import type { EventPublisher } from '../events/publisher.js';
 import type { Counters, MaybePromise } from '../limits/counters.js';
+import { StoreUnavailableError } from '../store/errors.js';
 import type { UsageModelRollupRepo } from '../store/rollup-records.js';
 import type { TokenRecord } from '../store/records.js';
 import type { AccountRepo, JobLeaseRepo } from '../store/store.js';
@@ -283,7 +284,15 @@ export class BudgetGuard {
     const nowIso = new Date(now).toISOString();
     leases
       .acquire(`once:${flag}`, randomUUID(), nowIso, new Date(expiresAt).toISOString())
-      .then((first) => (first ? this.#o.publisher.publish({ accountId, type, data: data() }) : undefined))
+      .then(
+        (first) => (first ? this.#o.publisher.publish({ accountId, type, data: data() }) : undefined),
+        (err: unknown) => {
+          // Nothing was claimed (the store refused the write): the next request over the threshold
+          // claims again, so the event is late rather than lost.
+          if (err instanceof StoreUnavailableError) this.#fired.delete(flag);
+          throw err;
+        },
+      )
       .catch((err: unknown) => this.#failed(err, 'event'));
     if (now >= this.#nextMarkPurge) {
       this.#nextMarkPurge = now + PURGE_MARKS_EVERY_MS;

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NewEvent } from '../../src/events/publisher.js';
 import { MemoryCounters } from '../../src/limits/counters.js';
@@ -6,6 +7,7 @@ import { BudgetGuard, isRefusal } from '../../src/usage/budget-guard.js';
 import { PriceTable } from '../../src/usage/prices.js';
 import { databases, type OpenedDatabase } from '../support/databases.js';
 import { until } from '../support/poll.js';
+import { storeDb } from '../support/store-internals.js';
 import { createToken, newAccount, rawQuery } from '../store/helpers.js';
 
 /**
@@ -86,6 +88,46 @@ for (const fixture of databases) {
       );
       await new Promise((resolve) => setTimeout(resolve, 200));
       expect(ofToken('budget.threshold_reached', token)).toHaveLength(0);
+    });
+
+    /** The store refuses to claim events: read-only (SQLite), or a refusal with PostgreSQL's read-only code. */
+    async function refuseClaims(): Promise<() => Promise<void>> {
+      const db = storeDb(opened.store);
+      if (fixture.name === 'sqlite') {
+        await sql`pragma query_only = on`.execute(db);
+        return async () => {
+          await sql`pragma query_only = off`.execute(db);
+        };
+      }
+      await sql
+        .raw(
+          `create function refuse_claims() returns trigger language plpgsql as $$ begin
+             raise exception 'read-only' using errcode = 'read_only_sql_transaction'; end $$;
+           create trigger refuse_claims before insert or update on job_leases
+             for each row execute function refuse_claims()`,
+        )
+        .execute(db);
+      return async () => {
+        await sql.raw('drop trigger refuse_claims on job_leases; drop function refuse_claims()').execute(db);
+      };
+    }
+
+    it('an event whose claim the store refused is claimed by a later request, not lost', async () => {
+      const { account } = await newAccount(opened.store);
+      const token = await createToken(opened.store, account.id, {
+        token: { budget: { tokens: 1000, period: 'day' } },
+      });
+      const guard = process();
+      const allow = await refuseClaims();
+      try {
+        expect(isRefusal(await guard.reserve(token, 'openai', worst(850), now))).toBe(false);
+        await new Promise((r) => setTimeout(r, 300)); // the claim refused, and settled
+        expect(ofToken('budget.threshold_reached', token)).toHaveLength(0);
+      } finally {
+        await allow();
+      }
+      expect(isRefusal(await guard.reserve(token, 'openai', worst(10), now + 1))).toBe(false);
+      await until('budget.threshold_reached', () => ofToken('budget.threshold_reached', token).length === 1);
     });
 
     it('the next period sends them again', async () => {
