@@ -249,18 +249,21 @@ export function createBreachHandler(options: BreachHandlerOptions): BreachHandle
   async function flush(at: number = now()): Promise<void> {
     for (const [key, q] of quiet) if (at - q.at >= interval) quiet.delete(key);
     for (const [key, t] of pending) {
+      let covered: number;
       if (t.sentAt > at) {
         // A clock stepped back: an alert "sent" after now restarts its interval now, not in an hour
         // (rules/clock-steps.ts); the counters keep a send time of their own and see it too (0).
+        // Another member's older send time may let them hand the trailing alert over now: sent.
         t.sentAt = sentAtSeen(t.sentAt, at);
-        await counters.flushCoalesced(key, at, interval);
-        continue;
+        covered = await counters.flushCoalesced(key, at, interval);
+        if (covered === 0) continue;
+      } else {
+        if (at - t.sentAt < interval) continue;
+        // Zero: another process's alert covered them, or the key's window is not over there yet.
+        covered = await counters.flushCoalesced(key, at, interval);
       }
-      if (at - t.sentAt < interval) continue;
       pending.delete(key);
       quiet.set(key, { at, reason: t.attempt.reason });
-      // Zero: another process's alert covered them, or the key's window is not over there yet.
-      const covered = await counters.flushCoalesced(key, at, interval);
       if (covered > 0) await alert(t.attempt, covered, at);
     }
     warnedFull = false;
