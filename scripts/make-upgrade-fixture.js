@@ -12,16 +12,15 @@
 // --inserts, plain SQL). Every secret written is a test value.
 import { Buffer } from 'node:buffer';
 import { execFileSync, spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { request as httpsRequest, createServer } from 'node:https';
+import { request as httpsRequest } from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import process from 'node:process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { createTestCa } from '../test/support/test-ca.ts';
 import { UPGRADE_KEYS } from '../test/support/upgrade-keys.ts';
+import { startFixtureMock } from './upgrade-fixture-mock.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -46,37 +45,12 @@ const oldSource = (file) => {
   }
 };
 
-// A mock provider: answers every path like an OpenAI chat completion (with usage), and 200 on
-// /webhook for the old server's webhook deliveries. Records the credential each request carried.
-const ca = await createTestCa('upgrade fixture mock provider CA');
-const leaf = await ca.issue(['localhost', '127.0.0.1']);
-const received = [];
-const mock = createServer({ cert: leaf.certPem, key: leaf.keyPem });
-mock.on('request', (req, res) => {
-  req.resume();
-  req.on('end', () => {
-    received.push({ path: req.url, authorization: req.headers.authorization ?? null });
-    res.setHeader('content-type', 'application/json');
-    if (req.url.startsWith('/webhook')) return res.end('{}');
-    res.end(
-      JSON.stringify({
-        id: 'chatcmpl-upgrade',
-        object: 'chat.completion',
-        model: 'gpt-4o-mini',
-        choices: [{ index: 0, message: { role: 'assistant', content: 'hello' }, finish_reason: 'stop' }],
-        usage: { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 },
-      }),
-    );
-  });
-});
-mock.listen(portBase + 2, '127.0.0.1');
-await once(mock, 'listening');
-const mockUrl = `https://127.0.0.1:${portBase + 2}`;
+const { mock, received, caCertPem, mockUrl } = await startFixtureMock(portBase + 2);
 
 const work = mkdtempSync(path.join(os.tmpdir(), 'upg-fixture-'));
 const dataDir = path.join(work, 'data');
 const caFile = path.join(work, 'mock-ca.pem');
-writeFileSync(caFile, ca.caCertPem);
+writeFileSync(caFile, caCertPem);
 const webhooksSupported = oldSource('src/config/settings.ts').includes('allow_private_webhooks');
 const config = { providers: { mock: { base_url: mockUrl, auth: 'bearer' } } };
 if (webhooksSupported) config.allow_private_webhooks = true;
