@@ -177,6 +177,17 @@ for (const fixture of databases) {
         }
       });
 
+      it('refuses a leap second as a time it cannot store, not as one in the past', async () => {
+        const error = expectError(
+          await post(tokenBody({ expires_at: '2099-12-31T23:59:60Z' })),
+          400,
+          'invalid_parameter',
+          'expires_at',
+        );
+        expect(error.message).toContain('leap second');
+        expect(error.message).not.toContain('future');
+      });
+
       it('refuses a time past the year 9999 in UTC, which the store could not order (it read as expired)', async () => {
         const error = expectError(
           await post(tokenBody({ expires_at: '9999-12-31T23:59:59.999-10:00' })),

@@ -41,6 +41,15 @@ export function rateLimitField(value: { requests: number; window: string }): Rat
 /** A future instant, normalised to ISO with milliseconds. */
 export function expiresAtField(value: string, now: Date): string {
   const t = Date.parse(value);
+  // The date-time format admits a leap second (…:60), which JavaScript's dates cannot hold.
+  if (Number.isNaN(t)) {
+    throw new TokenProxyError(
+      'invalid_parameter',
+      `Invalid field "expires_at": ${JSON.stringify(value.slice(0, 64))} is not an instant that can be stored ` +
+        '(a leap second, :60, is not); send an ISO 8601 date-time such as 2030-01-31T12:00:00.000Z.',
+      { param: 'expires_at' },
+    );
+  }
   if (!(t > now.getTime())) {
     throw new TokenProxyError('invalid_parameter', 'Invalid field "expires_at": it must be in the future.', {
       param: 'expires_at',
