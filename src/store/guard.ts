@@ -105,6 +105,16 @@ export function unavailable(
   options: Pick<GuardOptions, 'describe' | 'secrets' | 'explain'>,
   error: unknown,
 ): StoreUnavailableError {
+  const text = driverWords(options, error);
+  const more = options.explain?.(error);
+  return new StoreUnavailableError(
+    `${options.describe} is unavailable: ${text === '' ? 'connection failed' : text}${more === undefined ? '' : `; ${more}`}`,
+    { cause: error, ...(more === undefined ? {} : { reason: 'full' as const }) },
+  );
+}
+
+/** The driver's reason (each inner error's of an AggregateError), with the URL's secrets masked. */
+function driverWords(options: Pick<GuardOptions, 'secrets'>, error: unknown): string {
   let text = error instanceof Error ? error.message : String(error);
   if (text === '' && error instanceof AggregateError) {
     text = error.errors.map((inner) => (inner instanceof Error ? inner.message : String(inner))).join('; ');
@@ -112,11 +122,7 @@ export function unavailable(
   for (const secret of options.secrets) {
     if (secret !== '') text = text.split(secret).join('***');
   }
-  const more = options.explain?.(error);
-  return new StoreUnavailableError(
-    `${options.describe} is unavailable: ${text === '' ? 'connection failed' : text}${more === undefined ? '' : `; ${more}`}`,
-    { cause: error, ...(more === undefined ? {} : { reason: 'full' as const }) },
-  );
+  return text;
 }
 
 const REFUSAL_WORDS: Record<WriteRefusal, string> = {
@@ -126,10 +132,7 @@ const REFUSAL_WORDS: Record<WriteRefusal, string> = {
 
 /** A database that answers but stores nothing: which, what to do, and the driver's words. */
 function refused(options: GuardOptions, error: unknown, reason: WriteRefusal): StoreUnavailableError {
-  let text = error instanceof Error ? error.message : String(error);
-  for (const secret of options.secrets) {
-    if (secret !== '') text = text.split(secret).join('***');
-  }
+  const text = driverWords(options, error);
   return new StoreUnavailableError(`${options.describe} refuses writes: ${REFUSAL_WORDS[reason]} (${text})`, {
     cause: error,
     reason,
