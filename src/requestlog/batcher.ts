@@ -152,7 +152,8 @@ export function createBatcher<T>(options: BatcherOptions<T>): Batcher<T> {
   /** At most one line per DROP_WARNING_INTERVAL_MS, however fast records are dropped. */
   function warnDropped(): void {
     if (droppedSinceWarning === 0) return;
-    const now = Date.now();
+    // Monotonic: a wall clock stepped back must not silence the warnings for the step.
+    const now = performance.now();
     if (now - lastWarning < DROP_WARNING_INTERVAL_MS) return;
     lastWarning = now;
     logger.warn({ queue: name, dropped: droppedSinceWarning }, `${name}: dropped records`);
