@@ -20,7 +20,8 @@ import type { Store } from '../store/store.js';
  * process. A holder that dies (kill -9, power cut) keeps the job for at most `leaseMs`; then any
  * other process takes it over. A holder that cannot renew (store unreachable) keeps running `fn`:
  * jobs must be safe to run twice concurrently in that rare case (the expiry sweep and purges are,
- * their updates being conditional). Leases compare the processes' clocks: keep them in sync (NTP).
+ * their updates being conditional). Leases compare the `now` passed in: the server passes the
+ * database's clock (src/cluster/shared-clock.ts), which every member shares.
  */
 
 export interface JobLockOptions {

@@ -7,6 +7,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parentPort, workerData } from 'node:worker_threads';
 import { createJobLock, type JobLock } from '../cluster/job-lock.js';
+import { startSharedClock } from '../cluster/shared-clock.js';
 import { errorSummary } from '../errors/summary.js';
 import { openStoreWithoutMigrating } from '../store/open.js';
 import type { Store } from '../store/store.js';
@@ -38,12 +39,14 @@ async function main(): Promise<void> {
     store = await openStoreWithoutMigrating({ database: data.database, dataDir: data.dataDir });
     const opened = store;
     // One process of a cluster purges at a time (a lease row in the store, src/cluster/job-lock.ts).
-    jobs = createJobLock({ store: opened });
+    // Its lease and cut-off on the cluster's one clock (the database's), as in the main thread.
+    const clock = await startSharedClock({ store: opened, refreshMs: 0 });
+    jobs = createJobLock({ store: opened, now: clock.now });
     const result = await jobs.runExclusive(RETENTION_JOB, () =>
       purgeOnce({
         repo: opened.retention,
         policy: data.policy,
-        now: new Date(),
+        now: clock.now(),
         batchSize: BATCH_SIZE,
         pause: () => sleep(PAUSE_MS),
         vacuumPages: VACUUM_PAGES,

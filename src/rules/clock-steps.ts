@@ -7,7 +7,9 @@
  * stepped back by an hour held a used-up rate-limit window, an IP's backoff and every breach alert
  * of a tuple for that hour more.
  *
- * In a cluster (RedisCounters) each member passes its own clock, and members disagree a little. An
+ * In a cluster (RedisCounters) each member passes the database's clock as it reads it
+ * (src/cluster/shared-clock.ts), so members disagree by little more than a round trip; before that
+ * they passed their own clocks, and disagreed by whatever the machines did. An
  * instant another member wrote may lie in this member's future by that skew, and cutting it short
  * would make the member ahead see its windows ended and open new ones (measured: two members two
  * minutes apart then let a 10-a-minute limit pass every request). So a member applies `windowEnd`

@@ -1,3 +1,4 @@
+import { injectedClock, startSharedClock } from '../cluster/shared-clock.js';
 import { rmdir } from 'node:fs/promises';
 import { errorSummary } from '../errors/summary.js';
 import type { AddressInfo } from 'node:net';
@@ -54,6 +55,7 @@ export interface StartOptions {
   readonly logger: Logger;
   /** Human-facing lines (banner, the first API key). Not the JSON log. */
   readonly print: (line: string) => void;
+  /** A test's clock, used instead of the shared one (src/cluster/shared-clock.ts). */
   readonly now?: () => Date;
   /** Smaller log-queue budgets than LOG_BUDGETS, for tests of floods that must overflow them. */
   readonly logBudgets?: Partial<LogBudgets> | undefined;
@@ -96,7 +98,7 @@ export async function startServer(config: Config, options: StartOptions): Promis
     // Workers are exempt: the primary holds the lock for the whole service.
     const lock = options.worker ? undefined : await acquireServeLock(config, now());
     started.push(() => lock?.release());
-    return await startLocked(config, options, now, started, stopStarted);
+    return await startLocked(config, options, started, stopStarted);
   } catch (err) {
     // Everything started so far is stopped (the log worker's thread would keep the process alive).
     await stopStarted();
@@ -110,7 +112,6 @@ export async function startServer(config: Config, options: StartOptions): Promis
 async function startLocked(
   config: Config,
   options: StartOptions,
-  now: () => Date,
   started: Array<() => Promise<void> | void>,
   stopStarted: () => Promise<void>,
 ): Promise<RunningServer> {
@@ -162,6 +163,14 @@ async function startLocked(
   let publicProxyUrl = '';
   const providers = new ProviderRegistry(config.providers);
   const metrics = createMetrics({ providers: providers.ids() });
+  // One clock for every member of a cluster: the database's (src/cluster/shared-clock.ts). A test's
+  // injected clock stands in for it.
+  const clock =
+    options.now === undefined
+      ? await startSharedClock({ store, logger, registry: metrics.registry })
+      : injectedClock(options.now);
+  started.push(() => clock.close());
+  const now = clock.now;
   // Redis (src/cluster): shared counters and the invalidation bus; absent without `redis`.
   const cluster = await startCluster(config, logger, metrics.registry);
   started.push(() => cluster.close());
@@ -212,7 +221,7 @@ async function startLocked(
     anomalies,
     publisher: limitsPublisher,
     logger,
-    now: () => now().getTime(),
+    now: clock.nowMs,
     counters: cluster.counters,
   });
   started.push(() => limits.close());
@@ -235,7 +244,7 @@ async function startLocked(
       metrics,
       countryOf,
       logger,
-      now: () => now().getTime(),
+      now: clock.nowMs,
     },
     { tls: tls ? { key: tls.key, cert: tls.cert } : undefined },
   );

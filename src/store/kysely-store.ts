@@ -132,6 +132,18 @@ export class KyselyStore implements Store {
     return this.support.writeRefusal?.();
   }
 
+  async readClock(): Promise<number | undefined> {
+    // SQLite's clock is this machine's own: nothing to read.
+    if (this.support.name !== 'postgres') return undefined;
+    // clock_timestamp(), not now(): now() is the transaction's start, fixed for its whole length.
+    const { rows } = await sql<{
+      ms: number;
+    }>`select extract(epoch from clock_timestamp())::float8 * 1000 as ms`.execute(this.db);
+    const ms = Number(rows[0]?.ms);
+    if (!Number.isFinite(ms)) throw new StoreUnavailableError(`${this.support.target} answered no time`);
+    return ms;
+  }
+
   async ping(): Promise<void> {
     try {
       await sql`select 1`.execute(this.db);

@@ -52,6 +52,12 @@ export interface Store {
    * openStore). Not for work that needs a connection of its own (retention's `reclaimSpace`).
    */
   transaction<T>(work: (tx: Store) => Promise<T>): Promise<T>;
+  /**
+   * The database server's wall clock in ms since the epoch, where it is a server of its own
+   * (PostgreSQL): the one clock a cluster's members share (src/store/shared-clock.ts). Undefined on
+   * SQLite, whose clock is this machine's.
+   */
+  readClock(): Promise<number | undefined>;
   /** Resolves when the database answers a trivial query; rejects with StoreUnavailableError. */
   ping(): Promise<void>;
   /**

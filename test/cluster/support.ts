@@ -174,6 +174,8 @@ export interface ClusterOptions {
   /** The config file's content (providers, plans, trust_proxy…). */
   readonly config: Record<string, unknown>;
   readonly providerCaPem: string;
+  /** More environment for member i (a skewed clock, say). */
+  readonly memberEnv?: ((i: number) => Record<string, string>) | undefined;
 }
 
 /** Starts every member at once (they race for the first account), on insecure HTTP and own data dirs. */
@@ -198,7 +200,7 @@ export async function startTestCluster(options: ClusterOptions): Promise<TestClu
         path.join(work, 'ca.pem'),
         ...(options.redisUrl === undefined ? [] : ['--redis', options.redisUrl]),
       ],
-      env,
+      { ...env, ...options.memberEnv?.(i) },
     );
   });
   const settled = await Promise.allSettled(starts);
