@@ -1,7 +1,7 @@
 """Connection reuse, against a local HTTP/1.1 server of the test's own that counts the connections
 it accepts and the requests each one carries: calls share a kept connection, a connection the server
 closed is replaced without an error, the deadline still cuts a trickling answer and its connection
-is not kept, threads share a bounded pool, close() closes what is kept."""
+is not kept, threads share a bounded pool, close() closes what is kept, a forked child opens its own."""
 
 import gc
 import http.server
@@ -16,7 +16,7 @@ import urllib.parse
 from typing import Any, Callable, Dict, List, Optional, Tuple
 from unittest import mock
 
-from _support import fail_on_unclosed
+from _support import Forked, fail_on_unclosed
 
 from tokenproxy import APIConnectionError, APITimeoutError, NotFoundError, TokenProxy
 from tokenproxy._pool import MAX_IDLE
@@ -315,6 +315,31 @@ class ConnectionsTest(unittest.TestCase):
         del c
         gc.collect()  # the client and its resources point at each other
         self.assertTrue(wait_for(lambda: server.open == 0))
+
+    def test_a_forked_child_opens_its_own_connection_and_leaves_the_parents(self) -> None:
+        server = self.serve()
+        c = self.client(server)
+        c.tokens.get("parent")
+        # Another thread holds the pool's lock at the fork, as a thread taking or giving back a
+        # connection may: the child has no such thread to release it.
+        holding, release = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            with c._pool._lock:
+                holding.set()
+                release.wait(10)
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        self.assertTrue(holding.wait(5))
+        child = Forked(lambda: c.tokens.get("child").id)
+        release.set()
+        holder.join()
+        self.assertEqual(child.result(), "'child'")
+        self.assertEqual(c.tokens.get("parent").id, "parent")
+        # The child's call went on a connection of its own; the parent's kept one still works.
+        self.assertEqual(server.paths("/v1/tokens/child"), [(2, 1)])
+        self.assertEqual(server.paths("/v1/tokens/parent"), [(1, 1), (1, 2)])
 
     def test_http_proxy_from_the_environment_is_used_and_kept(self) -> None:
         proxy = self.serve()

@@ -13,7 +13,7 @@ import uuid
 from typing import Callable, List, Optional, Tuple
 from unittest import mock
 
-from _support import API_KEYS, BASE_URL, CA_FILE, SERVER, fail_on_unclosed
+from _support import API_KEYS, BASE_URL, CA_FILE, SERVER, Forked, fail_on_unclosed
 
 from tokenproxy import NotFoundError, TokenProxy
 
@@ -195,6 +195,17 @@ class ServerConnectionsTest(unittest.TestCase):
         self.assertEqual((relay.broke, relay.accepted), (["swallow"], 2))
         # Sent twice with one Idempotency-Key: the server answered the second from the first.
         self.assertEqual([t.id for t in c.tokens.list(limit=100) if t.name == name], [created.id])
+
+    def test_a_forked_child_leaves_the_parents_tls_connection_alone(self) -> None:
+        relay = self.relay()
+        c = self.client(relay)
+        c.account.get()
+        # The child drops its copy of the kept TLS connection and calls on one of its own.
+        self.assertEqual(Forked(lambda: c.account.get().plan).result(), "'unlimited'")
+        self.assertEqual(c.account.get().plan, "unlimited")
+        # Nothing the child did reached the parent's connection (a TLS close_notify would have
+        # ended it, and the parent's call would have needed a third).
+        self.assertEqual((relay.accepted, relay.broke), (2, []))
 
     def test_https_proxy_tunnels_and_keeps_its_tunnel(self) -> None:
         proxy = self.relay(connect=True)

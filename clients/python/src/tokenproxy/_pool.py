@@ -13,6 +13,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
+import weakref
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
@@ -134,7 +135,7 @@ class Pool:
         self._idle: List[_Idle] = []  # oldest first
         self._max_idle = max_idle
         self._closed = False
-        self._pid = os.getpid()
+        _POOLS.add(self)
 
     def take(self, route: Route) -> Optional[http.client.HTTPConnection]:
         """A kept connection for ``route`` that still looks open, or None."""
@@ -151,7 +152,7 @@ class Pool:
         """Keeps ``conn`` for ``seconds``; closes it instead when the pool is closed or full."""
         extra: Optional[http.client.HTTPConnection] = conn
         with self._lock:
-            if not self._closed and seconds > 0 and self._pid == os.getpid():
+            if not self._closed and seconds > 0:
                 self._idle.append(_Idle(route, conn, time.monotonic() + seconds))
                 extra = self._idle.pop(0).conn if len(self._idle) > self._max_idle else None
         if extra is not None:
@@ -165,18 +166,38 @@ class Pool:
         for entry in idle:
             entry.conn.close()
 
+    def after_fork_in_child(self) -> None:
+        """Starts a forked child's pool afresh. Another thread of the parent may have held the lock
+        at the fork: in the child no one would ever release it, and the next call would wait for
+        ever. The kept connections are the parent's: a call of the child on one would interleave
+        both processes' bytes on one connection (and one TLS stream), corrupting it for both. The
+        child's copies of their descriptors are closed, which sends nothing: no FIN while the parent
+        still holds the connection, and no TLS close_notify (only ``unwrap()`` sends one, never
+        ``close()``). Left open, they would keep the connection up after the parent closed it, for as
+        long as the child lives."""
+        self._lock = threading.Lock()
+        idle, self._idle = self._idle, []
+        for entry in idle:
+            entry.conn.close()
+
     def _pop(self, route: Route) -> Optional[_Idle]:
-        if self._pid != os.getpid():
-            # A forked child shares the parent's sockets: using one would interleave both
-            # processes' bytes on one connection. Its copies are dropped (closing a copy leaves the
-            # parent's connection alone).
-            for entry in self._idle:
-                entry.conn.close()
-            self._idle, self._pid = [], os.getpid()
         for index in range(len(self._idle) - 1, -1, -1):
             if self._idle[index].route == route:
                 return self._idle.pop(index)
         return None
+
+
+#: Every pool of the process, for the fork hook; weak, so that a pool still goes with its client.
+_POOLS: "weakref.WeakSet[Pool]" = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for pool in list(_POOLS):
+        pool.after_fork_in_child()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX; elsewhere there is no fork
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _closed_by_peer(sock: Optional[socket.socket]) -> bool:
