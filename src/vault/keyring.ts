@@ -68,12 +68,13 @@ export function createKeyring(options: KeyringOptions): Keyring {
   let writeId = primaryVault.kekId;
   /** Set when the newest live version cannot be loaded here: writes are refused, not sealed under an older one. */
   let writeBlocked: string | undefined;
-  let viewAt = 0;
+  /** `performance.now()` when the view was read: monotonic, so a wall clock stepped back cannot make an old view look new. */
+  let viewAt = Number.NEGATIVE_INFINITY;
   let liveVersions: readonly KekVersion[] = [];
   let closed = false;
 
   async function reload(): Promise<void> {
-    const startedAt = Date.now();
+    const startedAt = performance.now();
     const versions = await options.keks.list();
     const live = versions.filter((v) => v.retiredAt === null);
     liveVersions = live;
@@ -157,7 +158,7 @@ export function createKeyring(options: KeyringOptions): Keyring {
   timer.unref();
 
   async function writeVault(): Promise<Vault> {
-    if (Date.now() - viewAt > WRITE_VIEW_MAX_AGE_MS) {
+    if (performance.now() - viewAt > WRITE_VIEW_MAX_AGE_MS) {
       try {
         await refresh();
       } catch (err) {
@@ -210,7 +211,7 @@ export function createKeyring(options: KeyringOptions): Keyring {
     async healthy() {
       // A live version this process cannot load (rotated elsewhere with key material it cannot see)
       // makes every key under it answer 503: not ready, so a load balancer takes the process out.
-      if (Date.now() - viewAt > WRITE_VIEW_MAX_AGE_MS) await refresh().catch(() => undefined);
+      if (performance.now() - viewAt > WRITE_VIEW_MAX_AGE_MS) await refresh().catch(() => undefined);
       if (writeBlocked !== undefined || liveVersions.some((v) => !held.has(v.id))) return false;
       return (held.get(writeId)?.vault ?? primaryVault).healthy();
     },

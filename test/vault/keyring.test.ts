@@ -1,9 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { sealCanary } from '../../src/vault/kek-check.js';
-import { createKeyring } from '../../src/vault/keyring.js';
+import { WRITE_VIEW_MAX_AGE_MS, createKeyring } from '../../src/vault/keyring.js';
 import { createLocalKek } from '../../src/vault/local-kek.js';
 import { inheritMacKeys } from '../../src/vault/mac-keys.js';
 import { createEnvelopeVault, envelopeKekId, type KeyEncryptionKey } from '../../src/vault/vault.js';
@@ -140,6 +140,43 @@ for (const fixture of databases) {
         await keyring.refresh();
         expect(await keyring.healthy()).toBe(true);
       } finally {
+        await keyring.close();
+      }
+    });
+
+    it('a wall clock stepped back does not keep an old view of the versions for writes', async () => {
+      opened = await fixture.create();
+      const { store } = opened;
+      const add = async (kek: KeyEncryptionKey, createdAt: string) =>
+        store.keks.add({
+          id: idOf(kek),
+          provider: 'local',
+          label: null,
+          canary: await sealCanary(createEnvelopeVault(kek)),
+          ...(kek === B ? { macKeys: await inheritMacKeys(A, createEnvelopeVault(B)) } : {}),
+          createdAt,
+        });
+      await add(A, '2026-01-01T00:00:00.000Z');
+      const keyring = createKeyring({
+        keks: store.keks,
+        primary: A,
+        loaders: [{ provider: 'local', load: (id) => Promise.resolve(id === idOf(B) ? B : undefined) }],
+      });
+      const realNow = Date.now();
+      try {
+        await keyring.refresh();
+        // The clock steps back an hour, then another process (kek rotate) records B.
+        vi.spyOn(Date, 'now').mockImplementation(() => realNow - 3_600_000);
+        await add(B, '2026-01-02T00:00:00.000Z');
+        await new Promise((r) => setTimeout(r, WRITE_VIEW_MAX_AGE_MS + 200));
+        // The view is older than a write may use, whatever the wall clock says: re-read, sealed under B.
+        const sealed = await keyring.encrypt(Buffer.from('sk-after-step'), {
+          keyId: 'key_1',
+          accountId: 'acct_1',
+        });
+        expect(envelopeKekId(sealed)).toBe(idOf(B));
+      } finally {
+        vi.restoreAllMocks();
         await keyring.close();
       }
     });
