@@ -45,7 +45,7 @@ export async function migrateEnvelopes(
     });
   }
   let moved = 0;
-  let lastMoveAt = 0;
+  let lastMoveAt = Number.NEGATIVE_INFINITY;
   const sweep = async (): Promise<void> => {
     for (;;) {
       const batch = await store.keks.envelopesUnder(from.vault.kekId, options.batchSize);
@@ -55,7 +55,7 @@ export async function migrateEnvelopes(
         // False when the row changed meanwhile: the next batch sees it again if still under `from`.
         if (await store.keks.replaceEnvelope(ref, rewrapped)) {
           moved++;
-          lastMoveAt = Date.now();
+          lastMoveAt = performance.now();
         }
       }
       options.onBatch?.(moved);

@@ -40,6 +40,7 @@ export const READ_GRACE_MS = 3000;
  */
 export async function drain(
   sweep: () => Promise<void>,
+  /** `lastMoveAt` is `performance.now()` at the last rewrap (monotonic: a clock step must not cut the grace). */
   moves: () => { moved: number; lastMoveAt: number },
   recordedAt: number,
 ): Promise<void> {
@@ -50,7 +51,7 @@ export async function drain(
     await sweep();
     const { moved, lastMoveAt } = moves();
     if (moved !== before) continue;
-    const grace = lastMoveAt + READ_GRACE_MS - Date.now();
+    const grace = lastMoveAt + READ_GRACE_MS - performance.now();
     if (grace <= 0) return;
     await sleep(grace);
   }
@@ -122,7 +123,7 @@ export async function rotateKek(
   }
 
   let moved = 0;
-  let lastMoveAt = 0;
+  let lastMoveAt = Number.NEGATIVE_INFINITY;
   const sweep = async (): Promise<string[]> => {
     const sources = (await store.keks.list()).filter((v) => v.retiredAt === null && v.id !== target.id);
     for (const source of sources) {
@@ -134,7 +135,7 @@ export async function rotateKek(
         );
       }
       const n = await rewrapAll(store, source.id, from, to, options, () => moved);
-      if (n > 0) lastMoveAt = Date.now();
+      if (n > 0) lastMoveAt = performance.now();
       moved += n;
     }
     return sources.map((v) => v.id);
