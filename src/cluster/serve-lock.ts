@@ -139,7 +139,8 @@ export async function withBootstrapLock<T>(
 
 /** mkdir is atomic on every file system: whoever creates the directory holds the lock. */
 async function lockDirectory(dir: string): Promise<void> {
-  const deadline = Date.now() + BOOTSTRAP_WAIT_MS;
+  // The wait is monotonic; the leftover's age compares file times, which only the wall clock has.
+  const deadline = performance.now() + BOOTSTRAP_WAIT_MS;
   for (;;) {
     try {
       await mkdir(dir, { mode: 0o700 });
@@ -153,7 +154,7 @@ async function lockDirectory(dir: string): Promise<void> {
       () => 0,
     );
     if (since > BOOTSTRAP_WAIT_MS) await rmdir(dir).catch(() => undefined);
-    if (Date.now() > deadline) {
+    if (performance.now() > deadline) {
       throw new ConfigError(
         `setting data_dir: ${dir} exists: another tokenproxy is creating the first account. If none is, remove that directory.`,
       );

@@ -261,10 +261,11 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
       // A claim answered after this point still starts its deliveries: waited for here, they are sent
       // and recorded while the store is open (left running, they were sent and their record failed,
       // so the next start sent them again).
-      const closingAt = Date.now();
+      // Monotonic: a wall clock stepped back while closing must not stretch the grace by the step.
+      const closingAt = performance.now();
       if (ticking !== undefined && Number.isFinite(graceMs)) await settlesWithin(ticking, graceMs);
       else if (ticking !== undefined) await ticking;
-      graceMs = Math.max(0, graceMs - (Date.now() - closingAt));
+      graceMs = Math.max(0, graceMs - (performance.now() - closingAt));
       if (
         inFlight.size > 0 &&
         Number.isFinite(graceMs) &&
