@@ -40,6 +40,11 @@ export interface ApiDeps {
    * without it, `https://<Host>` of each request (DESIGN §12).
    */
   readonly publicApiUrl?: string | undefined;
+  /**
+   * Reads the store's migrations for /readyz, and logs once a newer tokenproxy upgraded them
+   * (src/store/schema-watch.ts); the store is asked directly when absent.
+   */
+  readonly newerSchema?: (() => Promise<string | undefined>) | undefined;
   /** Dependencies that work but degraded (e.g. `redis` away), named by /readyz; none when absent. */
   readonly degraded?: (() => readonly string[]) | undefined;
   /** Resolves webhook host names for the creation-time address check (tests inject one). */

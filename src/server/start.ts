@@ -1,3 +1,4 @@
+import { watchSchema } from '../store/schema-watch.js';
 import { injectedClock, startSharedClock } from '../cluster/shared-clock.js';
 import { rmdir } from 'node:fs/promises';
 import { errorSummary } from '../errors/summary.js';
@@ -265,9 +266,12 @@ async function startLocked(
     .catch((err: unknown) => Promise.reject(bindError(err, 'proxy_port', config.host, config.proxyPort)));
   publicProxyUrl = config.publicProxyUrl ?? publicUrl(config.host, proxyPortBound, config.insecureHttp);
 
+  const schema = watchSchema(store, logger);
+  started.push(() => schema.close());
   const api = await buildApiApp(
     {
       store,
+      newerSchema: schema.check,
       vault,
       providers,
       publicProxyUrl,

@@ -20,7 +20,7 @@ import { KyselyTokenRepo } from './kysely/tokens.js';
 import { KyselyUsageRollupRepo } from './kysely/usage-rollups.js';
 import { KyselyUsageModelRollupRepo } from './kysely/usage-model-rollups.js';
 import { KyselyWebhookRepo } from './kysely/webhooks.js';
-import { migrateToLatest } from './migrate.js';
+import { migrateToLatest, newerMigration } from './migrate.js';
 import type { RepoContext } from './kysely/context.js';
 import type { Database } from './schema.js';
 import type { Store } from './store.js';
@@ -152,6 +152,10 @@ export class KyselyStore implements Store {
       const reason = error instanceof Error ? error.message : String(error);
       throw new StoreUnavailableError(`${this.support.target} did not answer: ${reason}`, { cause: error });
     }
+  }
+
+  newerMigration(): Promise<string | undefined> {
+    return newerMigration(this.db);
   }
 
   /** Applies pending migrations; returns the names applied. */

@@ -26,15 +26,18 @@ export async function migrateToLatest(db: Kysely<Database>, dialect: DialectName
   if (error instanceof StoreUnavailableError) throw error;
   // Kysely calls this "corrupted migrations" in a plain Error: the recorded names tell it apart,
   // where the wording of Kysely's message could change under us.
-  const unknown = await unknownMigration(db);
+  const unknown = await newerMigration(db);
   if (unknown !== undefined) throw new StoreTooNewError(unknown, { cause: error });
   const failed = results?.find((result) => result.status === 'Error')?.migrationName;
   const reason = error instanceof Error ? error.message : typeof error === 'string' ? error : 'unknown error';
   throw new StoreMigrationError(failed, reason, { cause: error });
 }
 
-/** The first migration the store records that this version does not have, if any. */
-async function unknownMigration(db: Kysely<Database>): Promise<string | undefined> {
+/**
+ * The first migration the store records that this version does not have, if any: a newer tokenproxy
+ * upgraded the store (before this start, or since).
+ */
+export async function newerMigration(db: Kysely<Database>): Promise<string | undefined> {
   try {
     const { rows } = await sql<{
       name: string;

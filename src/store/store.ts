@@ -58,6 +58,11 @@ export interface Store {
    * SQLite, whose clock is this machine's.
    */
   readClock(): Promise<number | undefined>;
+  /**
+   * A migration the store records that this version does not know: a newer tokenproxy upgraded the
+   * schema, maybe while this process runs (undefined when none, or when it cannot be read).
+   */
+  newerMigration(): Promise<string | undefined>;
   /** Resolves when the database answers a trivial query; rejects with StoreUnavailableError. */
   ping(): Promise<void>;
   /**

@@ -4,8 +4,8 @@ import type { ApiDeps, ApiServer } from '../context.js';
 const Health = Type.Object({ status: Type.String(), degraded: Type.Optional(Type.Array(Type.String())) });
 
 /**
- * Liveness says the process answers; readiness says it can serve: the store answers, and the KEK
- * (an HSM round trip with `kek: pkcs11`) does. The status names what is missing, or what is
+ * Liveness says the process answers; readiness says it can serve: the store answers with a schema
+ * this version knows, and the KEK (an HSM round trip with `kek: pkcs11`) does. The status names what is missing, or what is
  * degraded without stopping service (`redis`).
  */
 export function healthRoutes(app: ApiServer, deps: ApiDeps): void {
@@ -21,6 +21,9 @@ export function healthRoutes(app: ApiServer, deps: ApiDeps): void {
       } catch {
         return reply.code(503).send({ status: 'store_unavailable' });
       }
+      // A newer tokenproxy upgraded the schema under this process: take it out (docs/operations.md).
+      const newer = await (deps.newerSchema ?? (() => deps.store.newerMigration()))().catch(() => undefined);
+      if (newer !== undefined) return reply.code(503).send({ status: 'store_too_new' });
       if (!(await deps.vault.healthy())) return reply.code(503).send({ status: 'kek_unavailable' });
       // Still ready (DESIGN §9): with Redis away, limits are counted per process and nothing fails.
       // A store that refuses writes (disk full, read-only) still authorizes and forwards every proxy
