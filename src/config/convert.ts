@@ -21,7 +21,7 @@ export function convertSetting(kind: SettingKind, raw: unknown): Converted {
       }
       return { ok: true, value: raw };
     case 'count_or_auto': {
-      const accepted = `a whole number from 1 to ${kind.max}, or auto (one per CPU)`;
+      const accepted = `a whole number from 1 to ${kind.max}, or auto (${kind.auto ?? 'one per CPU'})`;
       if (raw === 'auto') return { ok: true, value: 'auto' };
       const n =
         typeof raw === 'number' ? raw : typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : NaN;

@@ -6,8 +6,10 @@ import { parsePlans } from '../accounts/plan-config.js';
 import { parseDuration } from '../rules/duration.js';
 import { parseRetentionPeriod, type Retention } from '../rules/retention-period.js';
 import { parseTrustProxy } from '../rules/ip-match.js';
+import { readDescriptorLimit } from '../runtime/descriptor-limit.js';
 import { loadDefaultPrices, mergePrices, parsePrices, type PriceData } from '../usage/prices.js';
 import { ConfigError } from './config-error.js';
+import { connectionLimits, type ConnectionLimits } from './connection-limits.js';
 import { convertSetting } from './convert.js';
 import { parseProviders, readConfigFile } from './config-file.js';
 import { SETTINGS, envName, flagName, type SettingName } from './settings.js';
@@ -36,6 +38,11 @@ export interface Config {
   readonly upstreamConnectTimeoutMs: number;
   readonly upstreamHeadersTimeoutMs: number;
   readonly upstreamBodyTimeoutMs: number;
+  /**
+   * `proxy_max_connections` and `upstream_max_connections` with `auto` resolved from the process's
+   * descriptor limit, and the management listener's cap (src/config/connection-limits.ts).
+   */
+  readonly connections: ConnectionLimits;
   readonly smtpUrl: string | undefined;
   readonly smtpFrom: string;
   readonly allowPrivateWebhooks: boolean;
@@ -96,6 +103,8 @@ export interface ConfigInput {
   readonly env: Readonly<Record<string, string | undefined>>;
   /** Path of the JSON config file (`--config` / `TOKENPROXY_CONFIG`). */
   readonly configFile?: string | undefined;
+  /** The process's descriptor limit for `auto` connection caps; omitted: read; null: unknown. */
+  readonly descriptorLimit?: number | null | undefined;
 }
 
 function retention(name: string, text: string): Retention {
@@ -200,6 +209,13 @@ export function loadConfig(input: ConfigInput): Config {
     upstreamConnectTimeoutMs: values.upstream_connect_timeout as number,
     upstreamHeadersTimeoutMs: values.upstream_headers_timeout as number,
     upstreamBodyTimeoutMs: values.upstream_body_timeout as number,
+    connections: connectionLimits(
+      {
+        proxy: values.proxy_max_connections as number | 'auto',
+        upstream: values.upstream_max_connections as number | 'auto',
+      },
+      input.descriptorLimit === undefined ? readDescriptorLimit() : (input.descriptorLimit ?? undefined),
+    ),
     smtpUrl: typeof values.smtp_url === 'string' ? values.smtp_url : undefined,
     smtpFrom: values.smtp_from as string,
     allowPrivateWebhooks: values.allow_private_webhooks as boolean,

@@ -15,8 +15,11 @@ export type SettingKind =
   | { readonly type: 'number'; readonly min: number; readonly max: number; readonly integer: boolean }
   | { readonly type: 'enum'; readonly values: readonly string[] }
   | { readonly type: 'url'; readonly protocols: readonly string[] }
-  /** A whole number from 1 to `max`, or `auto` (kept as the string; the loader resolves it). */
-  | { readonly type: 'count_or_auto'; readonly max: number };
+  /**
+   * A whole number from 1 to `max`, or `auto` (kept as the string; the loader resolves it). `auto`
+   * says what auto means, for the message that refuses a bad value (default: one per CPU).
+   */
+  | { readonly type: 'count_or_auto'; readonly max: number; readonly auto?: string };
 
 export interface SettingSpec {
   readonly name: string;
@@ -146,6 +149,21 @@ export const SETTINGS = [
     default: '5m',
     description:
       'Longest silence allowed between two chunks of a provider answer before the response is ended.',
+  },
+  // ---- connections and file descriptors (docs/operations.md) ----
+  {
+    name: 'proxy_max_connections',
+    kind: { type: 'count_or_auto', max: 1_000_000, auto: 'from the descriptor limit' },
+    default: 'auto',
+    description:
+      "Open connections the proxy listener accepts; beyond, a new one is closed at once. `auto`: a share of the process's descriptor limit (`LimitNOFILE`).",
+  },
+  {
+    name: 'upstream_max_connections',
+    kind: { type: 'count_or_auto', max: 1_000_000, auto: 'from the descriptor limit' },
+    default: 'auto',
+    description:
+      "Connections to one provider origin; requests beyond wait for a free one. `auto`: a share of the descriptor limit, as large as the proxy's.",
   },
   {
     name: 'smtp_url',
