@@ -20,6 +20,7 @@ export type ProxyConfig = Pick<
   | 'upstreamConnectTimeoutMs'
   | 'upstreamHeadersTimeoutMs'
   | 'upstreamBodyTimeoutMs'
+  | 'connections'
 >;
 
 /** Everything the proxy needs from the rest of the server, passed in once at start. */

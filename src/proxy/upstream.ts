@@ -56,6 +56,10 @@ export class Upstreams {
           bodyTimeout: config.upstreamBodyTimeoutMs,
           keepAliveTimeout: 30_000,
           keepAliveMaxTimeout: 600_000,
+          // Each connection is a descriptor: past the cap a request waits in the pool for a free
+          // one, where without it a burst opened one per request until the process ran out
+          // (EMFILE) and answered 502 to requests it could have served.
+          ...(config.connections.upstream === undefined ? {} : { connections: config.connections.upstream }),
         });
         this.#pools.set(url.origin, pool);
       }

@@ -9,6 +9,7 @@ import { buildApiApp } from '../../src/api/app.js';
 import type { NewEvent } from '../../src/events/publisher.js';
 import { createLogger } from '../../src/observability/logger.js';
 import type { ProxyConfig } from '../../src/proxy/deps.js';
+import { connectionLimits } from '../../src/config/connection-limits.js';
 import { createProxyServer, type ProxyServer } from '../../src/proxy/server.js';
 import { ProviderRegistry } from '../../src/providers/providers.js';
 import { createCountryResolver } from '../../src/requestlog/country.js';
@@ -79,6 +80,7 @@ export async function startProxyHarness(
     upstreamConnectTimeoutMs: 2000,
     upstreamHeadersTimeoutMs: 5000,
     upstreamBodyTimeoutMs: 5000,
+    connections: connectionLimits({ proxy: 'auto', upstream: 'auto' }, undefined),
     ...options.config,
   };
   const tls = await generateSelfSigned();
