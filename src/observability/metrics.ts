@@ -76,6 +76,26 @@ export function createMetrics(options: MetricsOptions): Metrics {
     registers: [registry],
   });
 
+  let openConnections: (() => number) | undefined;
+  new Gauge({
+    name: 'tokenproxy_proxy_connections',
+    help: 'Connections open on the proxy listener, TLS handshakes included.',
+    registers: [registry],
+    collect() {
+      this.set(openConnections?.() ?? 0);
+    },
+  });
+  const maxConnections = new Gauge({
+    name: 'tokenproxy_proxy_connections_max',
+    help: 'proxy_max_connections: open connections beyond which new ones are closed at accept (0: no cap).',
+    registers: [registry],
+  });
+  const refused = new Counter({
+    name: 'tokenproxy_proxy_connections_refused_total',
+    help: 'Connections closed at accept because the proxy listener held proxy_max_connections.',
+    registers: [registry],
+  });
+
   // Children per label pair, found once: the hot path then does two map lookups and no allocation.
   const requestChildren = new Map<string, Map<number, Counter.Internal>>();
   const upstreamChildren = new Map<string, Histogram.Internal<'provider'>>();
@@ -111,6 +131,13 @@ export function createMetrics(options: MetricsOptions): Metrics {
       requestCounter(label, status).inc();
       added.observe(addedMs / 1000);
       if (upstreamMs !== null) upstreamHistogram(label).observe(upstreamMs / 1000);
+    },
+    watchConnections(open: () => number, max: number | undefined): void {
+      openConnections = open;
+      maxConnections.set(max ?? 0);
+    },
+    connectionRefused(): void {
+      refused.inc();
     },
     queue(name: string): QueueMetrics {
       for (const reason of DROP_REASONS) dropped.labels({ queue: name, reason }).inc(0);

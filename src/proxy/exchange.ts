@@ -23,6 +23,7 @@ import { deny } from './denial.js';
 import { observedRequest, writeRecord } from './exchange-record.js';
 import { quotaExceededMessage, writeProxyError, type DeniedCode, type ProxyErrorCode } from './errors.js';
 import type { ProxyHandler } from './handler.js';
+import type { DescriptorAlarm } from '../observability/descriptor-alarm.js';
 import { Relay, type RelayOwner } from './relay.js';
 import { collectBody, collectedLength } from './request-body.js';
 import type { TokenEntry } from './token-cache.js';
@@ -119,6 +120,10 @@ export class Exchange implements RelayOwner {
 
   get logger(): Logger | undefined {
     return this.#ctx.deps.logger;
+  }
+
+  get descriptors(): DescriptorAlarm {
+    return this.#ctx.descriptors;
   }
 
   /** From here on the request is logged exactly once, when its response is over (or aborted). */

@@ -11,6 +11,7 @@ import { unsafePath } from './path-guard.js';
 import { parseTarget } from './route.js';
 import { TokenCache, type TokenEntry } from './token-cache.js';
 import { Upstreams } from './upstream.js';
+import { DescriptorAlarm } from '../observability/descriptor-alarm.js';
 
 /**
  * The proxy's request flow (specification §1, DESIGN §4), in order: route → token (format, lookup,
@@ -26,6 +27,8 @@ export class ProxyHandler {
   readonly tokens: TokenCache;
   readonly trust: IpMatcher | null;
   readonly now: () => number;
+  /** Says, at most once a minute, that connections hit their cap or descriptors ran out. */
+  readonly descriptors: DescriptorAlarm;
   closing = false;
   /** Requests received, and those whose response is not over: for the idle memory reducer. */
   requests = 0;
@@ -35,6 +38,7 @@ export class ProxyHandler {
     this.deps = deps;
     this.now = deps.now ?? Date.now;
     this.upstreams = new Upstreams(deps.providers, deps.config);
+    this.descriptors = new DescriptorAlarm(deps.logger, deps.config.connections, 'proxy');
     this.tokens = new TokenCache((digest) => deps.store.tokens.findByDigest(digest), this.now);
     this.trust = deps.config.trustProxy.length === 0 ? null : compileIpMatcher(deps.config.trustProxy);
   }

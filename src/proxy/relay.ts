@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
+import type { DescriptorAlarm } from '../observability/descriptor-alarm.js';
 import type { Dispatcher } from 'undici';
 import { errorSummary } from '../errors/summary.js';
 import {
@@ -33,6 +34,8 @@ export interface RelayOwner {
   readonly limitHeaders: readonly string[] | null;
   readonly clientGone: boolean;
   readonly logger: Logger | undefined;
+  /** Told when an upstream connection could not be opened for want of a descriptor. */
+  readonly descriptors: DescriptorAlarm | undefined;
   /** `performance.now()` when the request arrived. */
   readonly start: number;
   /** Time tokenproxy itself spent on the request; the relay adds its share. */
@@ -258,7 +261,15 @@ export class Relay implements Dispatcher.DispatchHandler {
     if (code === 'internal_error') {
       ex.logger?.error({ err: errorSummary(err) }, 'upstream request failed');
     } else if (ex.logger !== undefined) {
-      logUpstreamFailure(ex.logger, err, ex.requestId, this.#upstream.id, code, res.headersSent);
+      logUpstreamFailure(
+        ex.logger,
+        err,
+        ex.requestId,
+        this.#upstream.id,
+        code,
+        res.headersSent,
+        ex.descriptors,
+      );
     }
     if (res.headersSent) {
       // The provider broke off mid-answer: end the client's response as broken too, never hang it

@@ -23,6 +23,7 @@ import type { ProxyDeps } from './deps.js';
 import { isNotRetried, proxyErrorBody } from './errors.js';
 import { serveStream, type H2Peer } from './h2-stream.js';
 import { ProxyHandler } from './handler.js';
+import { capConnections, warnIfOvercommitted } from '../runtime/connection-cap.js';
 
 export interface ProxyServerOptions {
   /** PEM certificate and key; omitted for plain HTTP (`insecure_http`, behind a TLS-terminating LB). */
@@ -212,6 +213,12 @@ export function createProxyServer(deps: ProxyDeps, options: ProxyServerOptions =
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
   });
+  const limits = deps.config.connections;
+  capConnections(server, limits.proxy, handler.descriptors, deps.logger, () =>
+    deps.metrics.connectionRefused?.(),
+  );
+  warnIfOvercommitted(deps.logger, limits);
+  deps.metrics.watchConnections?.(() => sockets.size, limits.proxy);
   server.on('tlsClientError', () => undefined);
   // HTTP/1.1 requests Node's parser refuses (too large a head, no valid framing): answered in the
   // proxy's error shape, as every other refusal, instead of Node's bare status line.

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { ERROR_CODES } from '../errors/codes.js';
 import { UNDECODABLE_ENCODING } from './answer-encoding.js';
 import type { ProxyErrorCode } from './errors.js';
+import { isDescriptorExhaustion, type DescriptorAlarm } from '../observability/descriptor-alarm.js';
 
 /**
  * Why a request to a provider failed, as an operator needs it (DESIGN §13): one word per class, read
@@ -18,6 +19,8 @@ export type UpstreamCause =
   | 'unreachable'
   /** The answer came in a content encoding tokenproxy cannot decode (so cannot check for the key). */
   | 'content_encoding'
+  /** No file descriptor was left for the connection (EMFILE, ENFILE): see the descriptor alarm. */
+  | 'descriptors'
   | 'other';
 
 /** The issuer chain does not end at a trusted CA: usually a missing `provider_ca`. */
@@ -55,6 +58,8 @@ const CAUSES: Readonly<Record<string, UpstreamCause>> = {
   EHOSTUNREACH: 'unreachable',
   ENETUNREACH: 'unreachable',
   EPROTO: 'tls',
+  EMFILE: 'descriptors',
+  ENFILE: 'descriptors',
   [UNDECODABLE_ENCODING]: 'content_encoding',
 };
 
@@ -99,8 +104,11 @@ export function logUpstreamFailure(
   answered: ProxyErrorCode,
   /** The provider broke off after its headers were relayed: no error answer could be sent. */
   midAnswer: boolean,
+  descriptors?: DescriptorAlarm,
 ): void {
   const code = innermostCode(err);
+  // The line per request names the cause; the alarm says once what to change.
+  if (isDescriptorExhaustion(code)) descriptors?.exhausted('upstream_connect', code ?? '');
   logger.warn(
     {
       request_id: requestId,

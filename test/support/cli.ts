@@ -59,10 +59,16 @@ const STOP_GRACE_MS = 45_000;
 export function startServe(
   args: string[],
   env: Record<string, string | undefined> = {},
-  options: { readonly pinToCpu?: number } = {},
+  options: {
+    readonly pinToCpu?: number;
+    /** The process's descriptor limit (soft and hard), set by `prlimit` before node starts. */
+    readonly nofile?: number;
+  } = {},
 ): Promise<ServerProcess> {
-  const command = [process.execPath, BIN, 'serve', '--api-port', '0', '--proxy-port', '0', ...args];
-  // `taskset` execs node in its own process, so the pid is the server's, pinned from its first line.
+  let command = [process.execPath, BIN, 'serve', '--api-port', '0', '--proxy-port', '0', ...args];
+  // `taskset` and `prlimit` exec node in their own process, so the pid is the server's, pinned and
+  // limited from its first line.
+  if (options.nofile !== undefined) command = ['prlimit', `--nofile=${options.nofile}`, '--', ...command];
   const [file, ...argv] =
     options.pinToCpu === undefined ? command : ['taskset', '-c', String(options.pinToCpu), ...command];
   const child = spawn(file as string, argv, { env: cleanEnv(env) });
