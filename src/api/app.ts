@@ -15,6 +15,9 @@ import { coerceLimit } from './pagination.js';
 import { unexpectedBody, unexpectedQuery } from './unexpected-input.js';
 import { repeatedQueryParameter } from './repeated-query.js';
 import { registerJsonBodies } from './json-body.js';
+import type { ConnectionLimits } from '../config/connection-limits.js';
+import { DescriptorAlarm } from '../observability/descriptor-alarm.js';
+import { capConnections } from '../runtime/connection-cap.js';
 import { clientErrorHandler, frameworkError, isClientAbort } from './listener-errors.js';
 import { dashboardRoutes } from './dashboard-assets.js';
 import { accountRoutes } from './routes/account.js';
@@ -57,6 +60,8 @@ export interface ApiAppOptions {
   readonly headTimeoutMs?: number | undefined;
   /** Served at GET /metrics (no API key, like /healthz); no route when omitted. */
   readonly metricsRegistry?: Registry | undefined;
+  /** The listener's connection cap (`connections.api`); no cap when omitted. */
+  readonly connections?: ConnectionLimits | undefined;
 }
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -283,6 +288,12 @@ export async function buildApiApp(deps: ApiDeps, options: ApiAppOptions): Promis
     { prefix: '/v1' },
   );
 
+  // A flood of management connections must not take the descriptors the proxy and the store need;
+  // and one of proxy connections leaves these their own share (src/config/connection-limits.ts).
+  if (options.connections !== undefined) {
+    const alarm = new DescriptorAlarm(options.logger, options.connections, 'api');
+    capConnections(app.server, options.connections.api, alarm, options.logger);
+  }
   return app;
 }
 

@@ -291,6 +291,7 @@ async function startLocked(
       https: tls ? { key: tls.key, cert: tls.cert } : undefined,
       version: VERSION,
       metricsRegistry: options.worker?.metrics(metrics.registry) ?? metrics.registry,
+      connections: config.connections,
     },
   );
   started.push(() => api.close());

@@ -195,6 +195,38 @@ describe(`serve with a descriptor limit of ${LIMIT}`, () => {
     expect(lines().filter((l) => /storing a batch failed/.test(l.msg ?? ''))).toEqual([]);
   });
 
+  it('a flood of management connections leaves the proxy its descriptors: new callers are still served', async () => {
+    const apiCap = connectionLimits({ proxy: 'auto', upstream: 'auto' }, LIMIT).api ?? 0;
+    const port = Number(new URL(server.apiUrl).port);
+    const flood: Socket[] = [];
+    let closedByServer = 0;
+    for (let i = 0; i < FLOOD; i++) {
+      const socket = connect({ host: '127.0.0.1', port });
+      socket.on('error', () => undefined);
+      socket.once('close', () => closedByServer++);
+      flood.push(socket);
+    }
+    try {
+      await until(
+        'the management connections past its cap to be closed',
+        () => closedByServer >= FLOOD - apiCap,
+      );
+      expect(server.child.exitCode).toBeNull();
+      expect(await openDescriptors()).toBeLessThan(LIMIT - 64);
+      expect((await proxied('/v1/chat/completions', fresh())).status).toBe(200);
+    } finally {
+      for (const socket of flood) socket.destroy();
+    }
+    await until('the management API to answer again', async () => {
+      try {
+        return (await get(`${server.apiUrl}/healthz`, fresh())).status === 200;
+      } catch {
+        return false;
+      }
+    });
+    expect(lines().filter((l) => l.msg?.startsWith('management connections at their cap'))).toHaveLength(1);
+  });
+
   it('more HTTP/2 streams than descriptors wait for an upstream connection instead of failing with 502', async () => {
     const sessions = await Promise.all([1, 2, 3].map(() => h2Connect(server.proxyUrl, ca)));
     try {
