@@ -21,6 +21,10 @@ export function capConnections(
   onRefused?: () => void,
 ): void {
   if (max !== undefined) server.maxConnections = max;
+  // In a `--workers` worker, node:cluster would otherwise hand a connection refused at the cap back
+  // to the primary, which offers it to the next worker, and round again while all are full: the
+  // connection is neither served nor closed. Closed here instead. (No effect outside a cluster.)
+  (server as Server & { dropMaxConnection: boolean }).dropMaxConnection = true;
   server.on('drop', () => {
     alarm.connectionRefused();
     onRefused?.();
