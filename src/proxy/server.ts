@@ -271,6 +271,8 @@ export function createProxyServer(deps: ProxyDeps, options: ProxyServerOptions =
           clearInterval(sweep);
           clearTimeout(deadline);
         }
+        // Refusals counted since the last line would otherwise go unsaid.
+        handler.descriptors.flush();
         await handler.upstreams.close(1000);
       })();
       return closing;
