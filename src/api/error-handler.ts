@@ -91,8 +91,9 @@ export function toTokenProxyError(err: unknown): TokenProxyError {
 
 /**
  * One code for every store that cannot serve (clients retry it alike); the message says whether it
- * is away or refuses writes, since only the operator can end the latter (free disk space, make the
- * database writable) and a retry soon after will not help until then.
+ * is away, refuses writes (only the operator can end that: free disk space, make the database
+ * writable, so a retry soon after will not help until then) or cancelled the statement (a retry may
+ * pass; a limit too tight for the work is the operator's to raise).
  */
 function storeUnavailable(err: StoreUnavailableError): TokenProxyError {
   switch (err.reason) {
@@ -107,6 +108,15 @@ function storeUnavailable(err: StoreUnavailableError): TokenProxyError {
         'store_unavailable',
         'The database is read-only right now, so nothing can be stored and nothing was changed. Reading still works. ' +
           'Try again later; the operator must make it writable again (/readyz reports it).',
+      );
+    case 'cancelled':
+      // True of each cause PostgreSQL gives one SQLSTATE for: its timeouts and an administrator's cancel.
+      return new TokenProxyError(
+        'store_unavailable',
+        "The database cancelled this request's statement before it finished, so nothing was changed: a time limit " +
+          'set on the database (such as statement_timeout or lock_timeout) ran out, or an administrator cancelled it. ' +
+          "Try again; if it keeps happening, the operator can raise the database's statement_timeout " +
+          "(the server log has the database's words under the request id).",
       );
     case 'unreachable':
       return new TokenProxyError(

@@ -7,12 +7,17 @@
 /**
  * Why the store cannot serve: it cannot be reached (`unreachable`), or it answers but refuses to
  * store anything because its disk is full (`full`: SQLITE_FULL, PostgreSQL 53100) or it is
- * read-only (`read_only`: SQLITE_READONLY, PostgreSQL 25006). The last two pass once the operator
- * frees space or makes it writable again; nothing needs restarting.
+ * read-only (`read_only`: SQLITE_READONLY, PostgreSQL 25006). Those two pass once the operator
+ * frees space or makes it writable again; nothing needs restarting. `cancelled`: PostgreSQL cancelled
+ * the statement before it finished (statement_timeout, lock_timeout, idle_in_transaction_session_timeout,
+ * an administrator), rolling its transaction back; the next try may pass.
  */
-export type StoreUnavailableReason = 'unreachable' | 'full' | 'read_only';
+export type StoreUnavailableReason = 'unreachable' | 'full' | 'read_only' | 'cancelled';
 
-/** The database cannot be reached, or refuses every write for a while (its disk is full, read-only). */
+/**
+ * The database cannot be reached, refuses every write for a while (its disk is full, read-only), or
+ * cancelled the statement: nothing was stored, and the caller may wait and retry.
+ */
 export class StoreUnavailableError extends Error {
   readonly code = 'store_unavailable';
   readonly reason: StoreUnavailableReason;

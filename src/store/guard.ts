@@ -12,17 +12,23 @@ import { StoreUnavailableError, type StoreUnavailableReason } from './errors.js'
 /**
  * Connection-level failures become StoreUnavailableError here, at the driver, so every query of
  * every repository (and the migrator) reports them the same way without a try/catch per method.
- * So do refusals of a database that answers but stores nothing for a while (disk full, read-only):
- * callers treat both alike (503 `store_unavailable`, log records kept and retried), and the
- * message says which it is.
+ * So do refusals of a database that answers but stores nothing for a while (disk full, read-only),
+ * and statements the database cancelled (a timeout set on it): callers treat them alike (503
+ * `store_unavailable`, log records kept and retried), and the message says which it is.
  */
 
-export type WriteRefusal = Exclude<StoreUnavailableReason, 'unreachable'>;
+export type WriteRefusal = Extract<StoreUnavailableReason, 'full' | 'read_only'>;
 
 export interface GuardOptions {
   readonly isConnectionFailure: (error: unknown) => boolean;
   /** The refusal an error of the driver stands for (`full`, `read_only`), or undefined. */
   readonly writeRefusal?: ((error: unknown) => WriteRefusal | undefined) | undefined;
+  /**
+   * Whether the database cancelled the statement (a time limit set on it ran out, or an
+   * administrator cancelled it): its transaction is rolled back, and a retry may pass. Not a state
+   * of the store, so /readyz is not told.
+   */
+  readonly cancelled?: ((error: unknown) => boolean) | undefined;
   /** Told of each refusal and of each write that got through, for /readyz. */
   readonly health?: WriteHealth | undefined;
   /** Database description for messages, e.g. `PostgreSQL at postgres://host:5432/db`. */
@@ -80,6 +86,7 @@ class Guard {
       this.options.health?.refused(refusal);
       return refused(this.options, error, refusal);
     }
+    if (this.options.cancelled?.(error) === true) return cancelled(this.options, error);
     if (!always && !this.options.isConnectionFailure(error)) return error;
     return unavailable(this.options, error);
   }
@@ -137,6 +144,20 @@ function refused(options: GuardOptions, error: unknown, reason: WriteRefusal): S
     cause: error,
     reason,
   });
+}
+
+/**
+ * A cancelled statement, worded so it is true of every cause (the SQLSTATE is shared by the
+ * timeouts and an administrator's cancel; the database's words in brackets tell which).
+ */
+function cancelled(options: GuardOptions, error: unknown): StoreUnavailableError {
+  return new StoreUnavailableError(
+    `${options.describe} cancelled the statement before it finished, so its transaction was rolled back ` +
+      'and nothing was changed: a time limit set on the database ran out (statement_timeout, lock_timeout, ' +
+      `idle_in_transaction_session_timeout) or an administrator cancelled it (${driverWords(options, error)}); ` +
+      'retry, and raise the limit if it keeps happening',
+    { cause: error, reason: 'cancelled' },
+  );
 }
 
 class GuardedConnection implements DatabaseConnection {

@@ -1,9 +1,11 @@
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { DialectDatabase, DialectSupport, SecretTable } from '../dialect.js';
+import { StoreUnavailableError } from '../errors.js';
 import { WriteHealth, guardDialect, type WriteRefusal } from '../guard.js';
 import type { Database } from '../schema.js';
 import { redactDatabaseUrl, urlSecrets } from '../database-url.js';
+import { sessionPool } from './postgres-sessions.js';
 
 export interface PostgresOptions {
   /** `postgres://` or `postgresql://` connection URL. */
@@ -66,6 +68,19 @@ function writeRefusal(error: unknown): WriteRefusal | undefined {
   return undefined;
 }
 
+/**
+ * The database stopped a statement before it finished, and its transaction with it: 57014
+ * query_canceled (`statement_timeout`, or an administrator's `pg_cancel_backend`), 55P03
+ * lock_not_available (`lock_timeout`), 25P03 and 25P04 (the session ended by
+ * `idle_in_transaction_session_timeout`, `transaction_timeout`). Nothing of it is stored; a retry
+ * may well pass, so it is a reason to wait, not an internal error.
+ */
+const CANCELLED_CODES = new Set(['57014', '55P03', '25P03', '25P04']);
+
+function wasCancelled(error: unknown): boolean {
+  return error instanceof Error && CANCELLED_CODES.has(String((error as Error & { code?: unknown }).code));
+}
+
 function parseInt8(value: string): number {
   const parsed = Number(value);
   if (!Number.isSafeInteger(parsed))
@@ -99,9 +114,10 @@ export function createDatabase(options: PostgresOptions): DialectDatabase {
     purgeDestroyedSecrets: (db, tables) => vacuumFull(db, tables),
   };
   const db = new Kysely<Database>({
-    dialect: guardDialect(new PostgresDialect({ pool }), {
+    dialect: guardDialect(new PostgresDialect({ pool: sessionPool(pool) }), {
       isConnectionFailure,
       writeRefusal,
+      cancelled: wasCancelled,
       health,
       describe: `PostgreSQL at ${target}`,
       secrets: urlSecrets(options.url),
@@ -125,9 +141,15 @@ async function vacuumFull(db: Kysely<Database>, tables: readonly SecretTable[]):
     try {
       await sql`vacuum full ${sql.join(tables.map((t) => sql.table(t)))}`.execute(conn);
     } catch (err) {
-      if ((err as { code?: unknown }).code !== '55P03') throw err;
+      if (!lockNotHad(err)) throw err;
     } finally {
       await sql`reset lock_timeout`.execute(conn);
     }
   });
+}
+
+/** The lock_timeout of the purge ran out (55P03), which the guard reports as a cancellation. */
+function lockNotHad(error: unknown): boolean {
+  const cause = error instanceof StoreUnavailableError ? error.cause : error;
+  return (cause as { code?: unknown } | undefined)?.code === '55P03';
 }
