@@ -118,6 +118,14 @@ function storeUnavailable(err: StoreUnavailableError): TokenProxyError {
           "Try again; if it keeps happening, the operator can raise the database's statement_timeout " +
           "(the server log has the database's words under the request id).",
       );
+    case 'file_missing':
+    case 'file_replaced':
+      return new TokenProxyError(
+        'store_unavailable',
+        `The database file was ${err.reason === 'file_missing' ? 'deleted or moved away' : 'replaced'} while the server runs: ` +
+          'what it stored now would be lost when it stops, so nothing was changed. Reading still works (from the file it ' +
+          'opened). The operator must put the file back or restart the server (/readyz reports it).',
+      );
     case 'unreachable':
       return new TokenProxyError(
         'store_unavailable',

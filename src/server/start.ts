@@ -140,6 +140,7 @@ async function startLocked(
     database: config.database,
     dataDir: config.dataDir,
     warn: (message, err) => logger.warn({ err: errorSummary(err) }, message),
+    watchFile: ({ level, path, message }) => logger[level]({ file: path }, message),
   });
   started.push(() => store.close());
   const upgraded = await store.migrateToLatest();

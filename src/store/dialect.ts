@@ -1,4 +1,5 @@
 import type { Kysely, SelectQueryBuilder } from 'kysely';
+import type { StoreFileLoss } from './dialects/sqlite-file-watch.js';
 import type { WriteRefusal } from './guard.js';
 import type { Database } from './schema.js';
 
@@ -28,6 +29,11 @@ export interface DialectSupport {
    * since: reads still work, so a ping alone would call the store ready.
    */
   writeRefusal?(): WriteRefusal | undefined;
+  /**
+   * SQLite, when asked to watch its files: the first of them whose path no longer names the file
+   * this connection has open (deleted, replaced); changes are refused meanwhile.
+   */
+  fileLoss?(): StoreFileLoss | undefined;
   /**
    * Runs after a transaction that destroyed or replaced secrets in `tables`, to push their old bytes
    * out of the live files (SQLite: its WAL; PostgreSQL: the tables' dead row versions).

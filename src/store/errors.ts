@@ -10,9 +10,12 @@
  * read-only (`read_only`: SQLITE_READONLY, PostgreSQL 25006). Those two pass once the operator
  * frees space or makes it writable again; nothing needs restarting. `cancelled`: PostgreSQL cancelled
  * the statement before it finished (statement_timeout, lock_timeout, idle_in_transaction_session_timeout,
- * an administrator), rolling its transaction back; the next try may pass.
+ * an administrator), rolling its transaction back; the next try may pass. `file_missing`,
+ * `file_replaced`: SQLite's file (or its -wal) is no longer at its path, so what this process stores
+ * is lost when it stops; it refuses changes until the file is back or the server restarts.
  */
-export type StoreUnavailableReason = 'unreachable' | 'full' | 'read_only' | 'cancelled';
+export type StoreUnavailableReason =
+  'unreachable' | 'full' | 'read_only' | 'cancelled' | 'file_missing' | 'file_replaced';
 
 /**
  * The database cannot be reached, refuses every write for a while (its disk is full, read-only), or

@@ -29,6 +29,11 @@ export interface GuardOptions {
    * of the store, so /readyz is not told.
    */
   readonly cancelled?: ((error: unknown) => boolean) | undefined;
+  /**
+   * A refusal the store makes on purpose, checked before the others (SQLite's `query_only` while its
+   * file is lost, which SQLite words as a read-only database): its own error, or undefined.
+   */
+  readonly ownRefusal?: ((error: unknown) => StoreUnavailableError | undefined) | undefined;
   /** Told of each refusal and of each write that got through, for /readyz. */
   readonly health?: WriteHealth | undefined;
   /** Database description for messages, e.g. `PostgreSQL at postgres://host:5432/db`. */
@@ -81,6 +86,8 @@ class Guard {
 
   map(error: unknown, always = false): unknown {
     if (error instanceof StoreUnavailableError) return error;
+    const own = this.options.ownRefusal?.(error);
+    if (own !== undefined) return own;
     const refusal = this.options.writeRefusal?.(error);
     if (refusal !== undefined) {
       this.options.health?.refused(refusal);

@@ -1,3 +1,4 @@
+import type { StoreFileLoss } from './dialects/sqlite-file-watch.js';
 import type { WriteRefusal } from './guard.js';
 import { sql, type Kysely } from 'kysely';
 import type { DialectName, DialectSupport } from './dialect.js';
@@ -142,6 +143,10 @@ export class KyselyStore implements Store {
     const ms = Number(rows[0]?.ms);
     if (!Number.isFinite(ms)) throw new StoreUnavailableError(`${this.support.target} answered no time`);
     return ms;
+  }
+
+  fileLoss(): StoreFileLoss | undefined {
+    return this.support.fileLoss?.();
   }
 
   async ping(): Promise<void> {

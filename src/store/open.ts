@@ -1,5 +1,6 @@
 import { ConfigError } from '../config/config-error.js';
 import type { DialectDatabase } from './dialect.js';
+import type { StoreFileReport } from './dialects/sqlite-file-watch.js';
 import { KyselyStore, type StoreWarn } from './kysely-store.js';
 import type { Store } from './store.js';
 
@@ -17,6 +18,13 @@ export interface OpenStoreOptions {
   readonly logWriter?: boolean | undefined;
   /** Failures the store reports rather than throws (see `Store.transaction`); a process warning if absent. */
   readonly warn?: StoreWarn | undefined;
+  /**
+   * SQLite: watch the store's file and its -wal every few seconds, and tell this when either is
+   * deleted or replaced (and when it is back); meanwhile changes are refused and `fileLoss()` says
+   * which. For the server's own connection: the log writer's and the commands' go without.
+   * Ignored for PostgreSQL.
+   */
+  readonly watchFile?: StoreFileReport | undefined;
 }
 
 /** A store that can also report the migrations it applies (for `tokenproxy migrate`). */
@@ -29,7 +37,11 @@ async function openDatabase(options: OpenStoreOptions): Promise<DialectDatabase>
   const { database } = options;
   if (database === undefined || database.trim() === '') {
     const sqlite = await import('./dialects/sqlite.js');
-    return sqlite.createDatabase({ dataDir: options.dataDir, logWriter: options.logWriter });
+    return sqlite.createDatabase({
+      dataDir: options.dataDir,
+      logWriter: options.logWriter,
+      watchFile: options.watchFile,
+    });
   }
   if (/^postgres(ql)?:\/\//i.test(database)) {
     const postgres = await import('./dialects/postgres.js');

@@ -1,3 +1,4 @@
+import type { StoreFileLoss } from './dialects/sqlite-file-watch.js';
 import type { WriteRefusal } from './guard.js';
 import type { AccountRepo } from './account-records.js';
 import type { ApiKeyRepo, AuditRepo } from './access-records.js';
@@ -70,6 +71,11 @@ export interface Store {
    * seen by the last write within a minute; undefined when writes get through.
    */
   writeRefusal?(): WriteRefusal | undefined;
+  /**
+   * SQLite opened with `watchFile`: which of its files no longer is at its path (deleted, replaced)
+   * as of the last look, a few seconds ago; changes are refused meanwhile. Undefined when all are.
+   */
+  fileLoss?(): StoreFileLoss | undefined;
   close(): Promise<void>;
 }
 

@@ -4,9 +4,10 @@ import type { ApiDeps, ApiServer } from '../context.js';
 const Health = Type.Object({ status: Type.String(), degraded: Type.Optional(Type.Array(Type.String())) });
 
 /**
- * Liveness says the process answers; readiness says it can serve: the store answers with a schema
- * this version knows, and the KEK (an HSM round trip with `kek: pkcs11`) does. The status names what is missing, or what is
- * degraded without stopping service (`redis`).
+ * Liveness says the process answers; readiness says it can serve: the store answers (and, on SQLite,
+ * is still the file at its path) with a schema this version knows, and the KEK (an HSM round trip
+ * with `kek: pkcs11`) does. The status names what is missing, or what is degraded without stopping
+ * service (`redis`).
  */
 export function healthRoutes(app: ApiServer, deps: ApiDeps): void {
   app.get('/healthz', { schema: { hide: true, response: { 200: Health } } }, () =>
@@ -21,6 +22,10 @@ export function healthRoutes(app: ApiServer, deps: ApiDeps): void {
       } catch {
         return reply.code(503).send({ status: 'store_unavailable' });
       }
+      // Not ready, unlike a refused write: what this process stores is lost when it stops, and it
+      // serves a file that is no longer in the data dir; only a restart (or the file back) ends it.
+      const loss = deps.store.fileLoss?.();
+      if (loss !== undefined) return reply.code(503).send({ status: `store_file_${loss.change}` });
       // A newer tokenproxy upgraded the schema under this process: take it out (docs/operations.md).
       const newer = await (deps.newerSchema ?? (() => deps.store.newerMigration()))().catch(() => undefined);
       if (newer !== undefined) return reply.code(503).send({ status: 'store_too_new' });

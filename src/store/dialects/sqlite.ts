@@ -1,4 +1,4 @@
-import { statfsSync } from 'node:fs';
+import { statSync, statfsSync } from 'node:fs';
 import { mkdir, open, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
@@ -15,9 +15,17 @@ import {
   type SqliteDialectConfig,
 } from 'kysely';
 import type { DialectDatabase, DialectSupport } from '../dialect.js';
+import { StoreUnavailableError } from '../errors.js';
 import { WriteHealth, guardDialect, type WriteRefusal } from '../guard.js';
 import type { Database } from '../schema.js';
 import { withStatementCache } from './sqlite-statements.js';
+import {
+  noticeOf,
+  watchStoreFiles,
+  type FileId,
+  type StoreFileReport,
+  type StoreFileWatch,
+} from './sqlite-file-watch.js';
 
 export const SQLITE_FILE_NAME = 'tokenproxy.db';
 const BUSY_TIMEOUT_MS = 5000;
@@ -27,6 +35,8 @@ export interface SqliteOptions {
   readonly dataDir: string;
   /** See OpenStoreOptions.logWriter. */
   readonly logWriter?: boolean | undefined;
+  /** See OpenStoreOptions.watchFile. */
+  readonly watchFile?: StoreFileReport | undefined;
 }
 
 /**
@@ -37,7 +47,7 @@ export interface SqliteOptions {
 class ImmediateSqliteDriver extends SqliteDriver {
   constructor(
     config: SqliteDialectConfig,
-    private readonly rawDb: () => SqliteDatabase.Database | undefined,
+    private readonly hooks: SqliteHooks,
   ) {
     super(config);
   }
@@ -52,9 +62,20 @@ class ImmediateSqliteDriver extends SqliteDriver {
    * Kysely would throw instead of the error that said what happened.
    */
   override async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
-    if (this.rawDb()?.inTransaction === false) return;
+    if (this.hooks.rawDb()?.inTransaction === false) return;
     await super.rollbackTransaction(connection);
   }
+
+  override async destroy(): Promise<void> {
+    this.hooks.destroyed();
+    await super.destroy();
+  }
+}
+
+interface SqliteHooks {
+  readonly rawDb: () => SqliteDatabase.Database | undefined;
+  /** The connection is closing: what watches it stops. */
+  readonly destroyed: () => void;
 }
 
 /** SQLite DDL is transactional; Kysely's default (false) would leave half-applied migrations behind. */
@@ -67,13 +88,13 @@ class TransactionalDdlAdapter extends SqliteAdapter {
 class TokenproxySqliteDialect extends SqliteDialect {
   constructor(
     private readonly sqliteConfig: SqliteDialectConfig,
-    private readonly rawDb: () => SqliteDatabase.Database | undefined,
+    private readonly hooks: SqliteHooks,
   ) {
     super(sqliteConfig);
   }
 
   override createDriver(): Driver {
-    return new ImmediateSqliteDriver(this.sqliteConfig, this.rawDb);
+    return new ImmediateSqliteDriver(this.sqliteConfig, this.hooks);
   }
 
   override createAdapter(): DialectAdapter {
@@ -175,6 +196,7 @@ export function sqliteFilePath(dataDir: string): string {
 export function createDatabase(options: SqliteOptions): DialectDatabase {
   const file = sqliteFilePath(options.dataDir);
   let raw: SqliteDatabase.Database | undefined;
+  let watch: StoreFileWatch | undefined;
   const health = new WriteHealth();
   const dialect: DialectSupport = {
     name: 'sqlite',
@@ -183,6 +205,7 @@ export function createDatabase(options: SqliteOptions): DialectDatabase {
     forUpdateSkipLocked: (query) => query,
     isConnectionFailure,
     writeRefusal: () => health.current(),
+    fileLoss: () => watch?.current(),
     async purgeDestroyedSecrets(db: Kysely<Database>): Promise<void> {
       // secure_delete already zeroed the old bytes in the pages, whichever tables they were in.
       // The WAL still holds the page images written before the deletion; fold it into the main file.
@@ -200,16 +223,25 @@ export function createDatabase(options: SqliteOptions): DialectDatabase {
   const inner = new TokenproxySqliteDialect(
     {
       database: async () => {
-        raw = await openFile(options.dataDir, file, options.logWriter === true);
-        return withStatementCache(raw);
+        const opened = await openFile(options.dataDir, file, options.logWriter === true);
+        try {
+          if (options.watchFile !== undefined) watch = watchFile(opened, file, options.watchFile);
+        } catch (error) {
+          // Not a database after all (its first read failed): nothing keeps the file open.
+          opened.close();
+          throw error;
+        }
+        raw = opened;
+        return withStatementCache(opened);
       },
     },
-    () => raw,
+    { rawDb: () => raw, destroyed: () => watch?.stop() },
   );
   const db = new Kysely<Database>({
     dialect: guardDialect(inner, {
       isConnectionFailure,
       writeRefusal,
+      ownRefusal: (error) => fileLossRefusal(error, file, watch),
       health,
       describe: `SQLite database ${file}`,
       secrets: [],
@@ -217,4 +249,44 @@ export function createDatabase(options: SqliteOptions): DialectDatabase {
     }),
   });
   return { db, dialect };
+}
+
+/**
+ * Watches the store's files from the moment `db` opened them. While one is lost, the connection is
+ * `query_only`: SQLite itself then refuses every change, raw statements and BEGIN IMMEDIATE included,
+ * and reads go on.
+ */
+function watchFile(db: SqliteDatabase.Database, file: string, report: StoreFileReport): StoreFileWatch {
+  // A read makes SQLite open (or make) the -wal, so both files are known from the start.
+  db.pragma('schema_version', { simple: true });
+  return watchStoreFiles({
+    database: file,
+    opened: { database: fileId(file), wal: fileId(`${file}-wal`) },
+    onChange(loss) {
+      if (db.open) db.pragma(`query_only = ${loss === undefined ? 'OFF' : 'ON'}`);
+      report(noticeOf(loss, file));
+    },
+  });
+}
+
+function fileId(file: string): FileId | undefined {
+  const stats = statSync(file, { bigint: true, throwIfNoEntry: false });
+  return stats === undefined ? undefined : { dev: stats.dev, ino: stats.ino };
+}
+
+/** SQLite words a `query_only` refusal as a read-only database: say why it refuses instead. */
+function fileLossRefusal(
+  error: unknown,
+  file: string,
+  watch: StoreFileWatch | undefined,
+): StoreUnavailableError | undefined {
+  const loss = watch?.current();
+  const code: unknown = (error as { code?: unknown } | undefined)?.code;
+  if (loss === undefined || typeof code !== 'string' || !code.startsWith('SQLITE_READONLY')) return undefined;
+  const what = loss.change === 'missing' ? 'is gone from its path' : 'was replaced at its path';
+  return new StoreUnavailableError(
+    `SQLite database ${file} refuses changes: ${loss.path} ${what}, so what is stored now would be lost when ` +
+      'the server stops (the error line logged when it was noticed says what to do)',
+    { cause: error, reason: `file_${loss.change}` },
+  );
 }
