@@ -2,7 +2,9 @@ import { Gauge, type Registry } from 'prom-client';
 import {
   CLOCK_MOVED_WARN_MS,
   LOCAL_OFFSET_WARN_MS,
+  acceptableRtt,
   bestSample,
+  fastestSample,
   monoToServer,
   type ClockSample,
 } from '../rules/clock-sync.js';
@@ -63,13 +65,31 @@ export async function startSharedClock(options: SharedClockOptions): Promise<Sha
     return samples;
   };
 
-  const first = await sample();
-  if (first === undefined) return localClock(wall, options.registry);
-  // At start even a slow reading beats none: its error is still at most half its round trip.
-  const chosen =
-    bestSample(first) ??
-    first.reduce((a, b) => (b.receivedMono - b.sentMono < a.receivedMono - a.sentMono ? b : a));
-  let base = monoToServer(chosen);
+  let base: number;
+  /** The shortest round trip seen, and when (monotonic) a reading was last taken. */
+  let shortest = Number.POSITIVE_INFINITY;
+  let takenAt = Number.NEGATIVE_INFINITY;
+  const take = (chosen: ClockSample): void => {
+    base = monoToServer(chosen);
+    shortest = Math.min(shortest, chosen.receivedMono - chosen.sentMono);
+    takenAt = chosen.receivedMono;
+  };
+  try {
+    const first = await sample();
+    if (first === undefined) return localClock(wall, options.registry);
+    // At start even a slow reading beats none: its error is still at most half its round trip.
+    const chosen = fastestSample(first);
+    if (chosen === undefined) throw new Error('no reading of the database clock');
+    take(chosen);
+  } catch (err) {
+    // The store answered the migrations a moment ago: a start is not refused for this. This
+    // machine's clock stands in until a refresh reads the database's.
+    base = wall() - mono();
+    logger?.warn(
+      { err: err instanceof Error ? err.message : String(err) },
+      "could not read the database's clock at start: this machine's clock is used until the next reading",
+    );
+  }
   const nowMs = (): number => Math.floor(base + mono());
   let offset = wall() - nowMs();
   let offsetWarned = false;
@@ -99,8 +119,11 @@ export async function startSharedClock(options: SharedClockOptions): Promise<Sha
     timer = setInterval(() => {
       void sample()
         .then((samples) => {
-          const best = samples === undefined ? undefined : bestSample(samples);
-          // No reading fast enough (a loaded database): the last one, run forward, is better.
+          if (samples === undefined) return;
+          const fastest = fastestSample(samples);
+          if (fastest !== undefined) shortest = Math.min(shortest, fastest.receivedMono - fastest.sentMono);
+          const best = bestSample(samples, acceptableRtt(shortest, mono() - takenAt));
+          // No reading fast enough (a loaded database): the last one, run forward, is better, for a while.
           if (best === undefined) return;
           const next = monoToServer(best);
           const moved = next - base;
@@ -111,7 +134,7 @@ export async function startSharedClock(options: SharedClockOptions): Promise<Sha
                 "(stepped, or this machine's monotonic clock drifted): tokenproxy follows it",
             );
           }
-          base = next;
+          take(best);
           checkOffset();
         })
         // An unreachable database is reported by the requests that need it; the clock runs on.

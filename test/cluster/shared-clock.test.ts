@@ -114,6 +114,53 @@ describe('the shared clock', () => {
     clock.close();
   });
 
+  it('follows a database that is always far away, and takes a slow reading once its anchor is old', async () => {
+    let serverStep = 0;
+    let trip = 150; // another region: every reading is over the 100 ms bound
+    const db = fakeDatabase(
+      (mono) => T + serverStep + mono,
+      () => trip,
+    );
+    const clock = await startSharedClock({ ...db, refreshMs: 20 });
+    const refreshed = async (): Promise<void> => {
+      const before = db.state.reads;
+      while (db.state.reads < before + 3) await new Promise((r) => setTimeout(r, 5));
+      await new Promise((r) => setTimeout(r, 5));
+    };
+    serverStep = 5_000;
+    await refreshed();
+    // Half again the shortest round trip seen (225 ms) is taken: the step is followed.
+    expect(Math.abs(clock.nowMs() - (T + 5_000 + db.state.mono))).toBeLessThanOrEqual(75);
+    // A loaded moment (400 ms) is not taken while the anchor is fresh...
+    trip = 400;
+    serverStep = 9_000;
+    await refreshed();
+    expect(Math.abs(clock.nowMs() - (T + 5_000 + db.state.mono))).toBeLessThanOrEqual(200);
+    // ...but is, once no reading was taken for five minutes.
+    db.state.mono += 5 * 60_000;
+    await refreshed();
+    expect(Math.abs(clock.nowMs() - (T + 9_000 + db.state.mono))).toBeLessThanOrEqual(200);
+    clock.close();
+  });
+
+  it("starts on this machine's clock when the database's cannot be read, and takes it at the next reading", async () => {
+    const db = fakeDatabase((mono) => T - 60_000 + mono);
+    let fail = true;
+    const store = {
+      readClock: () => (fail ? Promise.reject(new Error('connection terminated')) : db.store.readClock()),
+    };
+    const { lines, logger } = logLines();
+    const clock = await startSharedClock({ ...db, store, logger, refreshMs: 20 });
+    expect(lines).toEqual([expect.stringMatching(/^warn could not read the database's clock at start/)]);
+    expect(Math.abs(clock.nowMs() - (T + db.state.mono))).toBeLessThanOrEqual(1);
+    fail = false;
+    const before = db.state.reads;
+    while (db.state.reads < before + 3) await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setTimeout(r, 5));
+    expect(Math.abs(clock.nowMs() - (T - 60_000 + db.state.mono))).toBeLessThanOrEqual(1);
+    clock.close();
+  });
+
   it('warns when this machine drifts away from the database, and says when it agrees again', async () => {
     // 300 ms apart: close enough to say nothing.
     const db = fakeDatabase((mono) => T + mono - 300);

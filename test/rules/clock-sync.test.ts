@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_SAMPLE_RTT_MS, bestSample, monoToServer, type ClockSample } from '../../src/rules/clock-sync.js';
+import {
+  MAX_SAMPLE_RTT_MS,
+  STALE_ANCHOR_MS,
+  acceptableRtt,
+  bestSample,
+  fastestSample,
+  monoToServer,
+  type ClockSample,
+} from '../../src/rules/clock-sync.js';
 
 const T = 1_800_000_000_000;
 const at = (sentMono: number, receivedMono: number, serverMs = T): ClockSample => ({
@@ -29,5 +37,25 @@ describe('reading the database clock', () => {
     [0, 100, T + 50, T], // 100 ms round trip, answered "T + 50": mono 50 is T + 50
   ])('monoToServer(%i, %i, %i) = %i', (sentMono, receivedMono, serverMs, base) => {
     expect(monoToServer({ sentMono, receivedMono, serverMs })).toBe(base);
+  });
+
+  it.each([
+    // [shortest round trip seen, ms since a reading was taken, the longest taken now]
+    [2, 30_000, MAX_SAMPLE_RTT_MS], // a near database: the fixed bound
+    [80, 30_000, 120], // half again the shortest, above the bound
+    [150, 30_000, 225], // a database in another region is still followed
+    [2, STALE_ANCHOR_MS - 1, MAX_SAMPLE_RTT_MS],
+    [2, STALE_ANCHOR_MS, Number.POSITIVE_INFINITY], // an old anchor: the best of the next readings
+    [Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY], // none taken yet
+  ])('acceptableRtt(%d, %d) = %d', (shortest, since, limit) => {
+    expect(acceptableRtt(shortest, since)).toBe(limit);
+  });
+
+  it('bestSample takes a bound of its own; fastestSample takes none', () => {
+    const slow = [at(0, 300), at(400, 550)];
+    expect(bestSample(slow)).toBeUndefined();
+    expect(bestSample(slow, 225)).toEqual(at(400, 550));
+    expect(fastestSample(slow)).toEqual(at(400, 550));
+    expect(fastestSample([at(5, 1)])).toBeUndefined();
   });
 });
