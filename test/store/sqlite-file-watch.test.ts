@@ -1,11 +1,14 @@
-import { mkdtemp, rename, rm } from 'node:fs/promises';
+import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
   fileChange,
+  fileIdOf,
   lossMessage,
+  watchStoreFiles,
   type FileId,
+  type StoreFileLoss,
   type StoreFileNotice,
 } from '../../src/store/dialects/sqlite-file-watch.js';
 import { StoreUnavailableError } from '../../src/store/errors.js';
@@ -121,5 +124,36 @@ describe('a SQLite store watching its files', () => {
     await new Promise((resolve) => setTimeout(resolve, 2500));
     expect(store.fileLoss?.()).toBeUndefined();
     await newAccount(store);
+  });
+});
+
+describe('a watch whose listener throws', () => {
+  it('goes on looking: the throw is not an unhandled rejection that would end the process', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'tokenproxy-watch-throw-'));
+    const file = path.join(dir, 'tokenproxy.db');
+    try {
+      await writeFile(file, 'x');
+      await writeFile(`${file}-wal`, 'x');
+      const [database, wal] = await Promise.all([fileIdOf(file), fileIdOf(`${file}-wal`)]);
+      const told: (StoreFileLoss | undefined)[] = [];
+      const watch = watchStoreFiles({
+        database: file,
+        opened: { database: database as FileId, wal: wal as FileId },
+        intervalMs: 10,
+        onChange(loss) {
+          told.push(loss);
+          // The first notice fails (a pragma on a connection closing, say).
+          if (told.length === 1) throw new Error('the reporter failed');
+        },
+      });
+      await rename(file, `${file}.moved`);
+      await vi.waitFor(() => expect(told).toHaveLength(1), { timeout: 2000 });
+      await rename(`${file}.moved`, file);
+      await vi.waitFor(() => expect(told).toHaveLength(2), { timeout: 2000 });
+      expect(told[1]).toBeUndefined();
+      watch.stop();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

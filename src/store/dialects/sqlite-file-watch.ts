@@ -153,7 +153,11 @@ export function watchStoreFiles(options: WatchOptions): StoreFileWatch {
   function schedule(): void {
     if (stopped) return;
     timer = setTimeout(() => {
-      void look().finally(schedule);
+      // A throw from onChange (the pragma, the reporter) must not become an unhandled rejection,
+      // which would end the process: the next look tries again.
+      void look()
+        .catch(() => undefined)
+        .finally(schedule);
     }, options.intervalMs ?? FILE_CHECK_INTERVAL_MS);
     timer.unref();
   }
