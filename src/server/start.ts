@@ -254,6 +254,9 @@ async function startLocked(
     if (scope !== 'accounts') proxy.invalidateCredentials();
     if (scope !== 'tokens') limits.proxy.forgetAccounts();
   });
+  // Before the listeners' part of the list: a stop closes it with the store.
+  const schema = watchSchema(store, logger);
+  started.push(() => schema.close());
   const reducer = startIdleMemoryReducer(() => proxy.requests(), {
     busy: () => proxy.inFlight() > 0,
     onReduced: logReduction(logger, 'proxy'),
@@ -267,8 +270,6 @@ async function startLocked(
     .catch((err: unknown) => Promise.reject(bindError(err, 'proxy_port', config.host, config.proxyPort)));
   publicProxyUrl = config.publicProxyUrl ?? publicUrl(config.host, proxyPortBound, config.insecureHttp);
 
-  const schema = watchSchema(store, logger);
-  started.push(() => schema.close());
   const api = await buildApiApp(
     {
       store,
