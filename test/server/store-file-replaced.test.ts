@@ -94,6 +94,14 @@ describe('a SQLite store file moved or replaced under the running server', () =>
     expect(refused.body.error.message).toContain('nothing was changed');
     // Reading goes on, from the file the server has open.
     expect(await keyNames()).toEqual(['before']);
+    // The log line reaches this process through the child's stdout pipe, which may deliver it after
+    // the HTTP answer that saw the same state: waited for, then counted.
+    await vi.waitFor(
+      () => expect(errorLines('was deleted or moved away while the server runs')).toHaveLength(1),
+      {
+        timeout: NOTICED_MS,
+      },
+    );
     const lines = errorLines('was deleted or moved away while the server runs');
     expect(lines).toHaveLength(1);
     expect(JSON.stringify(lines[0])).toContain('Move the file back');
@@ -103,7 +111,9 @@ describe('a SQLite store file moved or replaced under the running server', () =>
       timeout: NOTICED_MS,
       interval: 200,
     });
-    expect(server.stdout()).toContain('changes are accepted again');
+    await vi.waitFor(() => expect(server.stdout()).toContain('changes are accepted again'), {
+      timeout: NOTICED_MS,
+    });
     expect((await call('POST', '/v1/keys', { name: 'after', ...KEY })).status).toBe(201);
     expect(await keyNames()).toEqual(['after', 'before']);
   });
@@ -125,6 +135,12 @@ describe('a SQLite store file moved or replaced under the running server', () =>
     const refused = await call('POST', '/v1/keys', { name: 'while replaced', ...KEY });
     expect(refused.status).toBe(503);
     expect(refused.body.error.message).toContain('replaced');
+    await vi.waitFor(
+      () => expect(errorLines('was replaced by another file while the server runs')).toHaveLength(1),
+      {
+        timeout: NOTICED_MS,
+      },
+    );
     const lines = errorLines('was replaced by another file while the server runs');
     expect(lines).toHaveLength(1);
     expect(JSON.stringify(lines[0])).toContain(`remove ${file}-wal`);
